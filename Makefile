@@ -1,0 +1,39 @@
+# Plain entry points for a fresh machine: everything goes into ./.venv.
+PYTHON ?= $(shell command -v python3.11 || command -v python3)
+VENV   := .venv
+BIN    := $(VENV)/bin
+STAMP  := $(VENV)/.installed
+
+.PHONY: run test lint typecheck pytest bench clean
+
+$(BIN)/python:
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+
+$(STAMP): pyproject.toml | $(BIN)/python
+	$(BIN)/python -m pip install --quiet -e '.[test]'
+	touch $(STAMP)
+
+## Run the bridge in the foreground on its embedded defaults (Ctrl-C stops it).
+run: $(STAMP)
+	$(BIN)/codedeck-bridge run $(ARGS)
+
+## The whole test suite: lint, type check, then every test tier.
+test: lint typecheck pytest
+
+lint: $(STAMP)
+	$(BIN)/ruff check bridge relaypolicy store tests
+	$(BIN)/ruff format --check bridge relaypolicy store tests
+
+typecheck: $(STAMP)
+	$(BIN)/mypy
+
+pytest: $(STAMP)
+	$(BIN)/pytest -q $(PYTEST_ARGS)
+
+## Benchmarks, side by side with their baselines; writes docs/BENCHMARKS.md.
+bench: $(STAMP)
+	$(BIN)/python -m tests.bench
+
+clean:
+	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache tests/bench/.node

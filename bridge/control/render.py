@@ -1,0 +1,153 @@
+"""Text the CLI prints from the daemon's answers: status, phones, the pairing QR code.
+
+Everything shown here came from the daemon, and parts of it from phones (a phone chooses its
+own label). Terminal text is an attack surface — an escape sequence in a label could rewrite the
+screen or the title bar, a bidi override could disguise an npub — so every string goes through
+`safe_text`, which replaces control and bidi-formatting characters. Results are read tolerantly
+(a missing or mistyped field prints as ``?``), because a newer daemon may add or change fields
+and ``status`` must still print what it can.
+"""
+
+from __future__ import annotations
+
+import io
+import time
+from collections.abc import Mapping, Sequence
+from datetime import datetime
+from typing import Any, Final, TextIO
+
+import segno
+
+from bridge.control.methods import parse_timestamp
+
+__all__ = [
+    "format_duration",
+    "format_moment",
+    "render_phones",
+    "render_qr",
+    "render_status",
+    "safe_text",
+]
+
+_MAX_TEXT: Final = 200
+_BIDI: Final = (
+    frozenset(range(0x202A, 0x202F)) | frozenset(range(0x2066, 0x206A)) | {0x200E, 0x200F}
+)
+_BLOCKS: Final = "█▀▄"
+
+
+def safe_text(value: object, *, limit: int = _MAX_TEXT) -> str:
+    """``value`` as one printable line: controls and bidi overrides become ``?``; capped."""
+    if value is None:
+        return "?"
+    text = value if isinstance(value, str) else str(value)
+    cleaned = "".join(
+        "?" if (ord(ch) < 0x20 or 0x7F <= ord(ch) < 0xA0 or ord(ch) in _BIDI) else ch
+        for ch in text[: limit + 1]
+    )
+    return cleaned if len(cleaned) <= limit else cleaned[: limit - 1] + "…"
+
+
+def format_duration(seconds: float) -> str:
+    """``45 s``, ``12 min``, ``3 h 05 min``, ``2 d 4 h`` (for ages and uptimes)."""
+    seconds = max(0, int(seconds))
+    if seconds < 60:
+        return f"{seconds} s"
+    minutes = seconds // 60
+    if minutes < 60:
+        return f"{minutes} min"
+    hours, minutes = divmod(minutes, 60)
+    if hours < 24:
+        return f"{hours} h {minutes:02d} min"
+    days, hours = divmod(hours, 24)
+    return f"{days} d {hours} h"
+
+
+def format_moment(value: object, *, now: float | None = None) -> str:
+    """A result timestamp as local time with its age, e.g. ``2025-01-31 12:00:00 (5 min ago)``."""
+    moment = parse_timestamp(value)
+    if moment is None:
+        return "never" if value is None else "?"
+    now = time.time() if now is None else now
+    local = datetime.fromtimestamp(moment).strftime("%Y-%m-%d %H:%M:%S")
+    age = now - moment
+    return f"{local} ({format_duration(age)} ago)" if age >= 0 else local
+
+
+def _items(value: Any) -> list[Mapping[str, Any]]:
+    return [item for item in value if isinstance(item, Mapping)] if isinstance(value, list) else []
+
+
+def render_phones(phones: Sequence[Any]) -> list[str]:
+    """One line per paired phone: label, npub, when it was paired."""
+    lines = []
+    for phone in _items(list(phones)):
+        label = safe_text(phone.get("label") or "Phone", limit=40)
+        paired = format_moment(phone.get("pairedAt")) if phone.get("pairedAt") else "?"
+        lines.append(f"{label}  {safe_text(phone.get('npub'))}  paired {paired}")
+    return lines
+
+
+def render_status(status: Mapping[str, Any], *, now: float | None = None) -> list[str]:
+    """The human-readable ``status`` report of a running daemon."""
+    now = time.time() if now is None else now
+    started = parse_timestamp(status.get("startedAt"))
+    uptime = f", up {format_duration(now - started)}" if started is not None else ""
+    lines = [
+        f"codedeck-bridge {safe_text(status.get('version'))} is running "
+        f"(pid {safe_text(status.get('pid'))}{uptime})",
+        f"  home:     {safe_text(status.get('home'), limit=400)}",
+        f"  npub:     {safe_text(status.get('npub'))}",
+        f"  machine:  {safe_text(status.get('machine'))}",
+    ]
+    if status.get("embeddedRelay"):
+        lines.append(f"  embedded relay: {safe_text(status.get('embeddedRelay'))}")
+    relays = _items(status.get("relays"))
+    lines.append(f"  relays ({len(relays)}):")
+    for relay in relays:
+        line = f"    {safe_text(relay.get('url'))}  {safe_text(relay.get('state'))}"
+        if relay.get("lastEventAt"):
+            line += f", last event {format_moment(relay.get('lastEventAt'), now=now)}"
+        if relay.get("lastError"):
+            line += f", last error: {safe_text(relay.get('lastError'))}"
+        lines.append(line)
+    phones = _items(status.get("phones"))
+    lines.append(f"  paired phones ({len(phones)}):")
+    lines.extend(f"    {line}" for line in render_phones(phones))
+    if not phones:
+        lines.append("    none; run `codedeck-bridge pair` to pair one")
+    sessions = _items(status.get("sessions"))
+    lines.append(f"  sessions ({len(sessions)}):")
+    for session in sessions:
+        line = f"    {safe_text(session.get('sessionId'))}  {safe_text(session.get('state'))}"
+        if session.get("title"):
+            line += f"  {safe_text(session.get('title'), limit=80)}"
+        if session.get("cwd"):
+            line += f"  in {safe_text(session.get('cwd'), limit=200)}"
+        lines.append(line)
+    lines.append(f"  last command: {format_moment(status.get('lastCommandAt'), now=now)}")
+    return lines
+
+
+def render_qr(url: str, out: TextIO) -> str:
+    """The terminal QR code of ``url`` (error level L: the smallest code, shown on a screen).
+
+    Half-block characters draw two module rows per text line, so the code stays small enough to
+    fit a terminal; when the output encoding cannot carry them, segno's ANSI-colour form is used.
+
+    Raises:
+        ValueError: the URL is too long for any QR code.
+    """
+    try:
+        code = segno.make(url, error="L", micro=False)
+    except segno.DataOverflowError:
+        raise ValueError("the pairing link is too long for a QR code; paste the link") from None
+    encoding = getattr(out, "encoding", None) or "utf-8"
+    try:
+        _BLOCKS.encode(encoding)
+        compact = True
+    except (LookupError, UnicodeEncodeError):
+        compact = False
+    buffer = io.StringIO()
+    code.terminal(out=buffer, compact=compact)
+    return buffer.getvalue()

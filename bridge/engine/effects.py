@@ -1,0 +1,328 @@
+"""What the engine asks the runtime to do: effects, and the store operations inside a commit.
+
+The engine is sans-I/O (h11, wsproto): it takes inputs and returns a list of effects, in the
+order the runtime must perform them. The rules the runtime follows:
+
+1. Effects run in list order. A :class:`Commit` is applied in ONE SQLite transaction, and every
+   effect after it runs only once the commit is durable. This is what makes a command run at
+   most once (its :class:`MarkProcessed` commits with its state change) and an acknowledged one
+   never lost (its inbox row and its durable replies commit with it).
+2. The durable replies of a commit (:attr:`Commit.outbox`) are encrypted, signed and written to
+   the outbox table *inside* the transaction, then published after it; a row leaves the outbox
+   when a relay accepted it, and is retried on every reconnect until its NIP-40 expiry. A retry
+   re-sends the identical signed event, so a phone that deduplicates by id sees it once.
+3. A :class:`Publish` outside a commit is best effort: live output (24515, already durable in
+   the transcript and recoverable by sync), the heartbeat (30515, republished every minute)
+   and sync traffic (which has its own acks and resends).
+4. The engine never logs; :class:`Dropped` tells the runtime what to log and why.
+
+Names follow the style guide: effects are orders (``Publish``, ``StartRunner``), inputs are
+facts (see :mod:`bridge.engine.inputs`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from bridge.protocol import BridgeToPhone, OutputEntry
+
+__all__ = [
+    "AddInbox",
+    "AddTombstone",
+    "AdvanceCursor",
+    "AnswerPermission",
+    "AppendTranscript",
+    "CloseRunner",
+    "Commit",
+    "CreateFolder",
+    "DeletePhone",
+    "DeleteSession",
+    "DeleteTranscript",
+    "Dropped",
+    "Effect",
+    "InterruptRunner",
+    "MarkProcessed",
+    "Notify",
+    "PairedPhone",
+    "PruneProcessed",
+    "Publish",
+    "Resubscribe",
+    "SavePhone",
+    "SaveSession",
+    "SendSyncChunk",
+    "SendToRunner",
+    "SessionRecord",
+    "SetRunnerOption",
+    "StartRunner",
+    "StoreOp",
+]
+
+# --- records the engine keeps and the store persists ---------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class PairedPhone:
+    """A phone allowed to command this bridge. Identity is the pubkey, never a payload claim."""
+
+    pubkey: str
+    npub: str
+    label: str
+    paired_at: str  # ISO-8601, as the wire's PairedPhone
+
+
+@dataclass(frozen=True, slots=True)
+class SessionRecord:
+    """One agent session as the registry keeps it (REFERENCE-BEHAVIOUR §1.11)."""
+
+    session_id: str
+    cwd: str
+    created_at: str
+    last_activity: str
+    state: str = "idle"
+    title: str | None = None
+    project: str = ""
+    sdk_session_id: str | None = None
+    previous_sdk_session_id: str | None = None
+    model: str | None = None
+    provider_id: str | None = None
+    effort_level: str | None = None
+    permission_mode: str | None = None
+    committed: bool = False
+    context_window: int | None = None
+    context_percentage: float | None = None
+    seq_high: int = 0
+
+
+# --- store operations (only inside a Commit) -------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class MarkProcessed:
+    """Record a command event as processed: a replay of it is then a no-op, forever."""
+
+    event_id: str
+    created_at: int
+
+
+@dataclass(frozen=True, slots=True)
+class AdvanceCursor:
+    """The newest ``created_at`` processed; the command subscription resumes at it − 5 s."""
+
+    last_seen: int
+
+
+@dataclass(frozen=True, slots=True)
+class SavePhone:
+    phone: PairedPhone
+
+
+@dataclass(frozen=True, slots=True)
+class DeletePhone:
+    pubkey: str
+
+
+@dataclass(frozen=True, slots=True)
+class SaveSession:
+    record: SessionRecord
+
+
+@dataclass(frozen=True, slots=True)
+class DeleteSession:
+    session_id: str
+
+
+@dataclass(frozen=True, slots=True)
+class AddTombstone:
+    """Remember a closed session id (at most 100 kept, oldest dropped, no duplicates)."""
+
+    session_id: str
+
+
+@dataclass(frozen=True, slots=True)
+class AppendTranscript:
+    """Store one transcript line under the seq the engine assigned (never renumbered)."""
+
+    session_id: str
+    seq: int
+    entry: OutputEntry
+
+
+@dataclass(frozen=True, slots=True)
+class DeleteTranscript:
+    session_id: str
+
+
+@dataclass(frozen=True, slots=True)
+class PruneProcessed:
+    """Forget processed ids older than `before` (relays no longer hold those events)."""
+
+    before: int
+
+
+@dataclass(frozen=True, slots=True)
+class AddInbox:
+    """An accepted input waiting for its runner; `uid` makes the hand-off exactly-once."""
+
+    uid: str
+    session_id: str
+    text: str
+    input_id: str | None
+
+
+StoreOp = (
+    MarkProcessed
+    | AdvanceCursor
+    | SavePhone
+    | DeletePhone
+    | SaveSession
+    | DeleteSession
+    | AddTombstone
+    | AppendTranscript
+    | DeleteTranscript
+    | AddInbox
+    | PruneProcessed
+)
+
+
+# --- effects ---------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class Publish:
+    """Send `message` to every phone of `audience` (one NIP-44 event per phone).
+
+    Kind, tags, ``created_at`` and fragmenting are decided by the publish plan
+    (:mod:`bridge.engine.publish`), not here.
+    """
+
+    message: BridgeToPhone
+    audience: tuple[str, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class Commit:
+    """Apply `ops` and queue `outbox` in one transaction; later effects wait for it."""
+
+    ops: tuple[StoreOp, ...]
+    outbox: tuple[Publish, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class SendSyncChunk:
+    """Read the transcript lines of `seq_range` and send them as one ``sync-chunk``.
+
+    The engine decides *which* range to send and when; reading the lines is I/O, so the
+    runtime builds the message (missing seqs were pruned and are simply absent).
+    """
+
+    phone: str
+    session_id: str
+    sync_id: str
+    seq_range: tuple[int, int]
+
+
+@dataclass(frozen=True, slots=True)
+class Resubscribe:
+    """The set of paired phones (or the pairing window) changed: rebuild the subscriptions."""
+
+
+@dataclass(frozen=True, slots=True)
+class StartRunner:
+    """Start (or, with `resume`, resume) the agent behind a session.
+
+    For a new session the runtime first resolves ``record.cwd`` inside the workspace roots
+    (creating it with ``git init`` when `create_cwd`), then reports ``AgentReady`` with the
+    resolved cwd, or ``AgentFailed`` with a readable reason.
+    """
+
+    record: SessionRecord
+    resume: bool
+    create_cwd: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class CreateFolder:
+    """``mkdir -p`` + ``git init`` of `path` (already validated) under `root`; the runtime
+    answers with ``FolderCreated``."""
+
+    request_id: str
+    root: str
+    path: str
+
+
+@dataclass(frozen=True, slots=True)
+class SendToRunner:
+    """Hand pending inbox rows of a session to its runner (the runtime reads the inbox)."""
+
+    session_id: str
+
+
+@dataclass(frozen=True, slots=True)
+class InterruptRunner:
+    session_id: str
+
+
+@dataclass(frozen=True, slots=True)
+class SetRunnerOption:
+    """Change the permission mode, effort or model of a running session."""
+
+    session_id: str
+    option: str  # "mode" | "effort" | "model"
+    value: str
+
+
+@dataclass(frozen=True, slots=True)
+class AnswerPermission:
+    """Answer a pending ``PermissionRequested`` of a runner.
+
+    `always` asks the runner to add a persistent allow rule for this tool (the phone's
+    ``permission-res{allow, modifier:"always"}``); `message` is the deny text the agent reads;
+    `updated_input` replaces the tool input (e.g. AskUserQuestion answers).
+    """
+
+    session_id: str
+    request_id: str
+    allow: bool
+    message: str = ""
+    always: bool = False
+    updated_input: dict[str, Any] | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class CloseRunner:
+    session_id: str
+
+
+@dataclass(frozen=True, slots=True)
+class Notify:
+    """Tell local listeners (the CLI waiting in ``pair``) that something happened."""
+
+    event: str
+    data: dict[str, str] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
+class Dropped:
+    """An input was dropped on purpose; the runtime logs `reason` (never the payload)."""
+
+    reason: str
+    event_id: str | None = None
+    author: str | None = None
+
+
+Effect = (
+    Publish
+    | Commit
+    | SendSyncChunk
+    | Resubscribe
+    | StartRunner
+    | CreateFolder
+    | SendToRunner
+    | InterruptRunner
+    | SetRunnerOption
+    | AnswerPermission
+    | CloseRunner
+    | Notify
+    | Dropped
+)

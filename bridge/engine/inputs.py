@@ -1,0 +1,174 @@
+"""What happened, as the engine hears it: inputs named for facts (h11/wsproto style).
+
+The runtime turns every I/O happening into one of these and feeds it to the engine, one at a
+time. Agent events come from runners (:mod:`bridge.agents`); relay events have already been
+verified by the pool (id and signature), which is why they carry a ``VerifiedEvent``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from bridge.nostr.event import VerifiedEvent
+from bridge.protocol import OutputEntry
+
+__all__ = [
+    "AgentEnded",
+    "AgentEntry",
+    "AgentFailed",
+    "AgentOptionSet",
+    "AgentReady",
+    "AgentStateChanged",
+    "CommandEventReceived",
+    "FolderCreated",
+    "FoldersScanned",
+    "Input",
+    "PairingWindowRequested",
+    "PermissionRequested",
+    "PhonePairedManually",
+    "PhoneUnpaired",
+    "RefreshRequested",
+]
+
+
+@dataclass(frozen=True, slots=True)
+class CommandEventReceived:
+    """A kind-4515 event addressed to the bridge (command or pairing subscription alike)."""
+
+    event: VerifiedEvent
+
+
+@dataclass(frozen=True, slots=True)
+class PairingWindowRequested:
+    """The operator asked (through the control socket) to open a pairing window.
+
+    The runtime draws the random `token` (16 bytes, hex), the engine stays deterministic.
+    """
+
+    token: str
+    duration: float = 600.0
+
+
+@dataclass(frozen=True, slots=True)
+class PhonePairedManually:
+    """``codedeck-bridge pair --npub``: the operator vouches for a phone key."""
+
+    pubkey: str
+    label: str
+
+
+@dataclass(frozen=True, slots=True)
+class PhoneUnpaired:
+    """``codedeck-bridge unpair``: revoke one phone; nothing more is published to it."""
+
+    pubkey: str
+
+
+@dataclass(frozen=True, slots=True)
+class RefreshRequested:
+    """Republish the heartbeat now (a timer, a relay reconnect, or a local request)."""
+
+
+@dataclass(frozen=True, slots=True)
+class AgentReady:
+    """The runner of a session is up (first start or resume)."""
+
+    session_id: str
+    sdk_session_id: str | None = None
+    model: str | None = None
+    cwd: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class AgentEntry:
+    """The agent produced one transcript line."""
+
+    session_id: str
+    entry: OutputEntry
+
+
+@dataclass(frozen=True, slots=True)
+class AgentStateChanged:
+    """The session moved between idle / running / waiting_permission / waiting_question."""
+
+    session_id: str
+    state: str
+
+
+@dataclass(frozen=True, slots=True)
+class AgentFailed:
+    """The runner could not start; before ready this fails the pending create-session."""
+
+    session_id: str
+    reason: str
+
+
+@dataclass(frozen=True, slots=True)
+class AgentEnded:
+    """The runner is gone for good (after its restarts ran out, or closed on request)."""
+
+    session_id: str
+    reason: str
+
+
+@dataclass(frozen=True, slots=True)
+class PermissionRequested:
+    """The agent wants to use a tool and asks first (Claude Code's ``can_use_tool``).
+
+    The runner keeps the call waiting until the runtime answers it with
+    ``Runner.answer_permission(request_id, …)`` (an ``AnswerPermission`` effect of the engine).
+    `request_id` is the tool call's ``tool_use_id`` (the card's id on the wire).
+    """
+
+    session_id: str
+    request_id: str
+    tool_name: str
+    tool_input: Mapping[str, Any]
+    description: str | None = None
+    agent_id: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class AgentOptionSet:
+    """The runner answered a mode / effort / model change: `value` now in force, or None."""
+
+    session_id: str
+    option: str
+    requested: str
+    value: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class FoldersScanned:
+    """The workspace scan found these project folders (relative to their root, sorted)."""
+
+    folders: tuple[str, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class FolderCreated:
+    """The answer to a ``CreateFolder`` effect."""
+
+    request_id: str
+    path: str
+    error: str | None = None
+
+
+Input = (
+    CommandEventReceived
+    | PairingWindowRequested
+    | PhonePairedManually
+    | PhoneUnpaired
+    | RefreshRequested
+    | AgentReady
+    | AgentEntry
+    | AgentStateChanged
+    | AgentFailed
+    | AgentEnded
+    | AgentOptionSet
+    | PermissionRequested
+    | FoldersScanned
+    | FolderCreated
+)

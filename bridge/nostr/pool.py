@@ -1,0 +1,513 @@
+"""A pool of relays: publish to all, subscribe on all, reconnect each one on its own.
+
+Theory of operation. Each relay URL gets a *link*: one supervisor task (owned by the pool,
+cancelled and awaited by :meth:`RelayPool.close`) that loops connect → replay subscriptions →
+wait for the connection to end → sleep a backoff delay → connect again. A link is CONNECTING
+during an attempt, OPEN while its connection is up and CLOSED while it waits to retry.
+
+* Publishing sends to every link concurrently and returns a :class:`PublishReport` with one
+  :class:`~bridge.nostr.relay.PublishOutcome` per relay; the event is *delivered* when at
+  least one relay accepted it (or refused it only as replaced by a newer version). A link that
+  is CONNECTING is waited for (at most its connect timeout); a CLOSED one answers
+  NOT_CONNECTED at once, so a dead relay never slows a publish down. Retrying what was not
+  delivered is the caller's business (it knows which messages must be stored).
+* Subscriptions are registered once with a *filters factory*. The factory is called again
+  on every (re)connect, so a caller that keeps a cursor resumes with a fresh ``since``:
+  events published while a relay was unreachable are fetched when it is back, and events
+  seen before are dropped by the pool's memory of recent ids.
+* Every delivered event was verified by the connection (id and signature). The pool drops
+  duplicates by id across relays and subscriptions with an LRU of the last ``seen_capacity``
+  ids, so memory stays bounded however long the daemon runs.
+* Backoff (see :mod:`bridge.nostr.backoff`) is per link and resets on EOSE and on an
+  accepted publish: proof that the relay works again.
+* A subscription the relay ends with ``CLOSED "error: …"`` or ``"rate-limited: …"`` is sent
+  again after the link's next backoff delay; other CLOSED reasons would only be refused
+  again, so such a subscription waits for the next reconnect (``auth-required:`` is handled
+  by the connection itself: AUTH, then one retry).
+
+Callbacks (``on_event``, ``on_eose``, ``on_open``) run on a reader or supervisor task and must
+not block; see :mod:`bridge.nostr.relay`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import enum
+import logging
+import random
+import time
+from collections import OrderedDict
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
+from types import TracebackType
+from typing import Any
+
+from bridge.nostr.backoff import DEFAULT_BASE, DEFAULT_CAP, DEFAULT_JITTER, backoff
+from bridge.nostr.event import Event
+from bridge.nostr.filters import Filter
+from bridge.nostr.keys import Keypair
+from bridge.nostr.messages import MAX_MESSAGE_SIZE, MAX_SUBSCRIPTION_ID_LENGTH, message_prefix
+from bridge.nostr.relay import (
+    ConnectionState,
+    PublishOutcome,
+    PublishStatus,
+    RelayConnection,
+    RelayConnectionError,
+    RelayEventReceived,
+)
+
+__all__ = [
+    "FiltersFactory",
+    "PublishReport",
+    "RelayPool",
+    "RelayState",
+    "RelayStatus",
+]
+
+logger = logging.getLogger(__name__)
+
+_TRANSIENT_CLOSED_PREFIXES = frozenset({"error", "rate-limited"})
+
+FiltersFactory = Callable[[], Sequence[Filter]]
+"""Returns the filters to send for a subscription now (called on every (re)connect)."""
+
+
+class RelayState(enum.Enum):
+    """Where one relay of the pool is."""
+
+    CONNECTING = "connecting"
+    OPEN = "open"
+    CLOSED = "closed"
+    """Down: waiting for the next attempt, or the pool is closed."""
+
+
+@dataclass(frozen=True, slots=True)
+class RelayStatus:
+    """A snapshot of one relay for ``status`` displays (times are unix seconds)."""
+
+    url: str
+    state: RelayState
+    last_event_at: float | None
+    last_error: str | None
+    connected_at: float | None
+    next_attempt_at: float | None
+    failures: int
+    """Connection attempts failed or dropped since the last reset of the backoff."""
+
+
+@dataclass(frozen=True, slots=True)
+class PublishReport:
+    """The answers of all relays to one publish."""
+
+    event_id: str
+    outcomes: tuple[PublishOutcome, ...]
+
+    @property
+    def delivered(self) -> bool:
+        """At least one relay holds the event (or a newer version of it)."""
+        return any(outcome.delivered for outcome in self.outcomes)
+
+
+class _SeenIds:
+    """LRU set of event ids: membership refreshes an id, the oldest falls out past capacity."""
+
+    def __init__(self, capacity: int) -> None:
+        if capacity < 1:
+            raise ValueError("seen_capacity must be >= 1")
+        self._capacity = capacity
+        self._ids: OrderedDict[str, None] = OrderedDict()
+
+    def add(self, event_id: str) -> bool:
+        """Remember ``event_id``; False if it was already known."""
+        if event_id in self._ids:
+            self._ids.move_to_end(event_id)
+            return False
+        self._ids[event_id] = None
+        if len(self._ids) > self._capacity:
+            self._ids.popitem(last=False)
+        return True
+
+
+class _Link:
+    """The pool's side of one relay: its state, its current connection and its backoff."""
+
+    def __init__(self, url: str, new_backoff: Callable[[], Iterator[float]]) -> None:
+        self.url = url
+        self.state = RelayState.CLOSED
+        self.connection: RelayConnection | None = None
+        self._new_backoff = new_backoff
+        self.delays = new_backoff()
+        self.failures = 0
+        self.last_error: str | None = None
+        self.connected_at: float | None = None
+        self.next_attempt_at: float | None = None
+        self.last_event_at: float | None = None
+        self.attempt_done = asyncio.Event()
+        self.task: asyncio.Task[None] | None = None
+        self.resubscribes: dict[str, asyncio.Task[None]] = {}
+        """Delayed REQs after a transient CLOSED, by subscription id; end with the connection."""
+
+    async def stop_resubscribes(self) -> None:
+        tasks = list(self.resubscribes.values())
+        self.resubscribes.clear()
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+
+    def reset_backoff(self) -> None:
+        if self.failures:
+            logger.debug("= %s backoff reset", self.url)
+        self.delays = self._new_backoff()
+        self.failures = 0
+
+    def status(self) -> RelayStatus:
+        return RelayStatus(
+            url=self.url,
+            state=self.state,
+            last_event_at=self.last_event_at,
+            last_error=self.last_error,
+            connected_at=self.connected_at,
+            next_attempt_at=self.next_attempt_at,
+            failures=self.failures,
+        )
+
+
+class RelayPool:
+    """Many relays behind one publish/subscribe interface.
+
+    Args:
+        urls: relay URLs; duplicates are ignored.
+        keypair: signs NIP-42 AUTH events.
+        on_event: called once per new verified event, whatever relay it came from.
+        on_eose: called with (subscription id, relay url) on each relay's EOSE.
+        on_open: called with the relay url each time a relay (re)connects, after the
+            subscriptions were replayed (e.g. to retry undelivered messages).
+        backoff_base / backoff_cap / backoff_jitter: reconnect delays (seconds, fraction).
+        rng: randomness for the jitter, returns [0, 1).
+        connect_timeout / ok_timeout / ping_interval / ping_timeout / close_timeout /
+        max_message_size: passed to each :class:`~bridge.nostr.relay.RelayConnection`.
+        seen_capacity: how many recent event ids are remembered to drop duplicates.
+        clock: unix time in seconds.
+    """
+
+    def __init__(
+        self,
+        urls: Sequence[str],
+        keypair: Keypair,
+        *,
+        on_event: Callable[[RelayEventReceived], None],
+        on_eose: Callable[[str, str], None] | None = None,
+        on_open: Callable[[str], None] | None = None,
+        backoff_base: float = DEFAULT_BASE,
+        backoff_cap: float = DEFAULT_CAP,
+        backoff_jitter: float = DEFAULT_JITTER,
+        rng: Callable[[], float] = random.random,
+        connect_timeout: float = 10.0,
+        ok_timeout: float = 10.0,
+        ping_interval: float | None = 20.0,
+        ping_timeout: float | None = 20.0,
+        close_timeout: float = 5.0,
+        max_message_size: int = MAX_MESSAGE_SIZE,
+        seen_capacity: int = 10_000,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        if not urls:
+            raise ValueError("a relay pool needs at least one relay url")
+        backoff(rng, base=backoff_base, cap=backoff_cap, jitter=backoff_jitter)  # validate now
+
+        def new_backoff() -> Iterator[float]:
+            return backoff(rng, base=backoff_base, cap=backoff_cap, jitter=backoff_jitter)
+
+        self._links = {url: _Link(url, new_backoff) for url in dict.fromkeys(urls)}
+        self._keypair = keypair
+        self._on_event = on_event
+        self._on_eose = on_eose
+        self._on_open = on_open
+        self._connect_timeout = connect_timeout
+        self._connection_options: dict[str, Any] = {
+            "connect_timeout": connect_timeout,
+            "ok_timeout": ok_timeout,
+            "ping_interval": ping_interval,
+            "ping_timeout": ping_timeout,
+            "close_timeout": close_timeout,
+            "max_message_size": max_message_size,
+            "clock": clock,
+        }
+        self._clock = clock
+        self._seen = _SeenIds(seen_capacity)
+        self._subscriptions: dict[str, FiltersFactory] = {}
+        self._state_changed = asyncio.Event()
+        self._started = False
+        self._closed = False
+
+    # --- lifecycle ------------------------------------------------------------------------------
+
+    async def start(self) -> None:
+        """Start connecting to every relay (does not wait; see :meth:`wait_open`)."""
+        if self._closed:
+            raise RuntimeError("relay pool is closed")
+        if self._started:
+            return
+        self._started = True
+        for link in self._links.values():
+            link.state = RelayState.CONNECTING
+            link.task = asyncio.create_task(self._supervise(link), name=f"relay-link {link.url}")
+
+    async def close(self) -> None:
+        """Close every connection and stop reconnecting (idempotent).
+
+        Pending publishes end as NOT_CONNECTED; no task of the pool outlives this call.
+        """
+        self._closed = True
+        running = [(link, link.task) for link in self._links.values() if link.task is not None]
+        for _, task in running:
+            task.cancel()
+        results = await asyncio.gather(*(task for _, task in running), return_exceptions=True)
+        for (link, _), result in zip(running, results, strict=True):
+            link.task = None
+            if isinstance(result, Exception):
+                logger.error("! %s link task crashed", link.url, exc_info=result)
+        self._notify_state()
+
+    async def __aenter__(self) -> RelayPool:
+        await self.start()
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> None:
+        await self.close()
+
+    async def wait_open(self, *, every: bool = False) -> None:
+        """Wait until one relay (or, with ``every``, all relays) is open.
+
+        Callers bound the wait with ``asyncio.timeout()``. Cancel-safe.
+        """
+        while True:
+            states = [link.state for link in self._links.values()]
+            opened = [state is RelayState.OPEN for state in states]
+            if all(opened) if every else any(opened):
+                return
+            self._state_changed.clear()
+            await self._state_changed.wait()
+
+    def status(self) -> tuple[RelayStatus, ...]:
+        """A snapshot of every relay, in the order the URLs were given."""
+        return tuple(link.status() for link in self._links.values())
+
+    # --- publish / subscribe --------------------------------------------------------------------
+
+    async def publish(self, event: Event) -> PublishReport:
+        """Send ``event`` to every relay concurrently and collect their answers.
+
+        Never raises for relay behaviour; bounded by (connect timeout +) 3 x ``ok_timeout``
+        per relay in the worst case (publish, AUTH, retry). Cancel-safe.
+        """
+        async with asyncio.TaskGroup() as group:
+            tasks = [
+                group.create_task(self._publish_to(link, event), name=f"publish {link.url}")
+                for link in self._links.values()
+            ]
+        report = PublishReport(event.id, tuple(task.result() for task in tasks))
+        if not report.delivered:
+            logger.warning(
+                "! event %s kind %d not delivered: %s",
+                event.id[:8],
+                event.kind,
+                "; ".join(f"{o.relay} {o.status.value} {o.message[:80]}" for o in report.outcomes),
+            )
+        return report
+
+    async def subscribe(self, subscription_id: str, filters_factory: FiltersFactory) -> None:
+        """Register a subscription and open it on every open relay.
+
+        It is replayed on every reconnect with the factory's filters of that moment.
+        Registering an id again replaces the subscription.
+
+        Raises:
+            ValueError: bad subscription id; or the factory's filters are bad (raised here,
+                not at reconnect time, so mistakes show up at the call site).
+        """
+        if not subscription_id or len(subscription_id) > MAX_SUBSCRIPTION_ID_LENGTH:
+            raise ValueError("subscription id must be 1..64 chars")
+        filters = tuple(filters_factory())
+        if not filters:
+            raise ValueError("a subscription needs at least one filter")
+        self._subscriptions[subscription_id] = filters_factory
+        for link in self._links.values():
+            connection = link.connection
+            if link.state is RelayState.OPEN and connection is not None:
+                # If the link is going down, it replays subscriptions when back.
+                with contextlib.suppress(RelayConnectionError):
+                    await connection.subscribe(subscription_id, filters)
+
+    async def unsubscribe(self, subscription_id: str) -> None:
+        """Forget a subscription and CLOSE it on every open relay (unknown ids: no-op)."""
+        if self._subscriptions.pop(subscription_id, None) is None:
+            return
+        for link in self._links.values():
+            connection = link.connection
+            if connection is not None and connection.state is ConnectionState.OPEN:
+                # Closed anyway; not replayed since it is forgotten.
+                with contextlib.suppress(RelayConnectionError):
+                    await connection.unsubscribe(subscription_id)
+
+    # --- internals ------------------------------------------------------------------------------
+
+    async def _publish_to(self, link: _Link, event: Event) -> PublishOutcome:
+        if link.state is RelayState.CONNECTING:
+            # An attempt is under way (e.g. right after start): its result is worth waiting for.
+            with contextlib.suppress(TimeoutError):
+                async with asyncio.timeout(self._connect_timeout):
+                    await link.attempt_done.wait()
+        connection = link.connection
+        if link.state is not RelayState.OPEN or connection is None:
+            reason = link.last_error or "not connected"
+            return PublishOutcome(link.url, PublishStatus.NOT_CONNECTED, reason)
+        outcome = await connection.publish(event)
+        if outcome.delivered:
+            link.reset_backoff()
+        return outcome
+
+    async def _supervise(self, link: _Link) -> None:
+        """Connect, replay, wait for the end, back off; until cancelled by :meth:`close`."""
+        try:
+            while True:
+                await self._attempt(link)
+                link.failures += 1
+                delay = next(link.delays)
+                link.next_attempt_at = self._clock() + delay
+                logger.info(
+                    "= %s reconnecting in %.1fs (%s)", link.url, delay, link.last_error or "closed"
+                )
+                await asyncio.sleep(delay)
+                link.next_attempt_at = None
+        finally:
+            link.state = RelayState.CLOSED
+            link.next_attempt_at = None
+            link.attempt_done.set()
+            self._notify_state()
+
+    async def _attempt(self, link: _Link) -> None:
+        link.state = RelayState.CONNECTING
+        link.attempt_done.clear()
+        self._notify_state()
+        connection = RelayConnection(
+            link.url,
+            self._keypair,
+            on_event=lambda received: self._handle_event(link, received),
+            on_eose=lambda subscription_id: self._handle_eose(link, subscription_id),
+            on_closed=lambda subscription_id, message: self._handle_closed(
+                link, connection, subscription_id, message
+            ),
+            **self._connection_options,
+        )
+        try:
+            await connection.connect()
+        except RelayConnectionError as exc:
+            link.last_error = connection.close_reason or str(exc)
+            logger.info("! %s", exc)
+            link.state = RelayState.CLOSED
+            link.attempt_done.set()
+            self._notify_state()
+            return
+        try:
+            link.connection = connection
+            link.connected_at = self._clock()
+            await self._replay(link, connection)
+            link.state = RelayState.OPEN
+            link.attempt_done.set()
+            self._notify_state()
+            logger.info("= %s open", link.url)
+            if self._on_open is not None:
+                try:
+                    self._on_open(link.url)
+                except Exception:
+                    logger.exception("! %s on_open callback failed", link.url)
+            await connection.wait_closed()
+        finally:
+            await link.stop_resubscribes()
+            link.connection = None
+            link.connected_at = None
+            link.state = RelayState.CLOSED
+            link.attempt_done.set()
+            self._notify_state()
+            await connection.close()
+            link.last_error = connection.close_reason
+
+    async def _replay(self, link: _Link, connection: RelayConnection) -> None:
+        for subscription_id, factory in list(self._subscriptions.items()):
+            try:
+                filters = tuple(factory())
+            except Exception:
+                logger.exception("! %s filters for %s failed", link.url, subscription_id)
+                continue
+            try:
+                await connection.subscribe(subscription_id, filters)
+            except RelayConnectionError:
+                return  # the connection ended already; the supervisor sees it next
+            except ValueError:
+                logger.exception("! %s bad filters for %s", link.url, subscription_id)
+
+    def _handle_event(self, link: _Link, received: RelayEventReceived) -> None:
+        link.last_event_at = self._clock()
+        if not self._seen.add(received.event.id):
+            logger.debug("< %s duplicate %s dropped", link.url, received.event.id[:8])
+            return
+        try:
+            self._on_event(received)
+        except Exception:
+            logger.exception("! on_event failed for %s", received.event.id[:8])
+
+    def _handle_eose(self, link: _Link, subscription_id: str) -> None:
+        link.reset_backoff()
+        if self._on_eose is not None:
+            try:
+                self._on_eose(subscription_id, link.url)
+            except Exception:
+                logger.exception("! %s on_eose callback failed", link.url)
+
+    def _handle_closed(
+        self, link: _Link, connection: RelayConnection, subscription_id: str, message: str
+    ) -> None:
+        # NIP-01 CLOSED prefixes: `error:` and `rate-limited:` describe the relay's moment, so
+        # the REQ is sent again after a backoff delay; `blocked:`, `restricted:`, `invalid:`…
+        # (and an empty message, e.g. an ids-only REQ served completely) would only be refused
+        # again: those wait for the next reconnect, which replays every subscription.
+        if message_prefix(message) not in _TRANSIENT_CLOSED_PREFIXES:
+            return
+        if subscription_id not in self._subscriptions or subscription_id in link.resubscribes:
+            return
+        delay = next(link.delays)
+        logger.info("= %s resubscribing %s in %.1fs", link.url, subscription_id, delay)
+        task = asyncio.create_task(
+            self._resubscribe(link, connection, subscription_id, delay),
+            name=f"relay-resubscribe {link.url} {subscription_id}",
+        )
+        link.resubscribes[subscription_id] = task
+
+    async def _resubscribe(
+        self, link: _Link, connection: RelayConnection, subscription_id: str, delay: float
+    ) -> None:
+        try:
+            await asyncio.sleep(delay)
+            factory = self._subscriptions.get(subscription_id)
+            if factory is None or link.connection is not connection:
+                return
+            try:
+                filters = tuple(factory())
+                await connection.subscribe(subscription_id, filters)
+            except RelayConnectionError:
+                pass  # the connection ended; the reconnect replays the subscription
+            except Exception:
+                logger.exception("! %s resubscribing %s failed", link.url, subscription_id)
+        finally:
+            if link.resubscribes.get(subscription_id) is asyncio.current_task():
+                del link.resubscribes[subscription_id]
+
+    def _notify_state(self) -> None:
+        self._state_changed.set()

@@ -1,0 +1,675 @@
+"""The daemon: the asyncio wiring of relays, store, engine, runners and the control socket.
+
+Start-up: lock the home (one daemon per home) → open the database → load or create the identity
+→ start the embedded relay when no relay is configured → build the engine from the stored state
+→ connect the relay pool (subscriptions rebuilt from the engine) → resend queued durable replies
+→ resume sessions → serve the control socket → ``READY=1``.
+
+Feeding the engine. Relay events, runner events and local requests are put on one bounded queue;
+one task (the *engine loop*) takes them one at a time, calls the engine, and performs the
+returned effects in order before it takes the next input. Between inputs it sleeps until the
+engine's next deadline and calls ``tick``. A ``Commit`` is one SQLite transaction, and nothing
+after it in the list runs before it is durable.
+
+Shutdown (SIGTERM/SIGINT), in the order of the issue: stop timers → close the pairing window →
+abort syncs → close runners → drain transcript writes (the engine loop stops after its current
+input) → mark sessions offline → persist → publish the final heartbeat (every session
+``offline``, ``machineOffline: true``) → close the relays. Every step runs in a ``finally`` so a
+failure half-way never leaves the lock held or a relay listening.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import dataclasses
+import logging
+import os
+import signal
+import time
+import uuid
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+from urllib.parse import quote
+
+from bridge import __version__
+from bridge.agents.base import RunnerFactory
+from bridge.config import Settings
+from bridge.control.methods import (
+    PairNpubResult,
+    PairOpenResult,
+    PairWaitResult,
+    PhoneInfo,
+    RelayStatus,
+    SessionInfo,
+    StatusResult,
+    UnpairResult,
+    iso_timestamp,
+)
+from bridge.control.server import CONTROL_SOCKET_NAME, ControlServer, ControlSocketError
+from bridge.engine.core import Engine, EngineConfig, EngineState
+from bridge.engine.effects import (
+    AddInbox,
+    AddTombstone,
+    AdvanceCursor,
+    AppendTranscript,
+    CloseRunner,
+    Commit,
+    CreateFolder,
+    DeletePhone,
+    DeleteSession,
+    DeleteTranscript,
+    Dropped,
+    Effect,
+    InterruptRunner,
+    MarkProcessed,
+    Notify,
+    PairedPhone,
+    PruneProcessed,
+    Publish,
+    Resubscribe,
+    SavePhone,
+    SaveSession,
+    SendSyncChunk,
+    SendToRunner,
+    SessionRecord,
+    SetRunnerOption,
+    StartRunner,
+)
+from bridge.engine.inputs import (
+    CommandEventReceived,
+    FolderCreated,
+    FoldersScanned,
+    Input,
+    PairingWindowRequested,
+    PhonePairedManually,
+    PhoneUnpaired,
+)
+from bridge.nostr.keys import Keypair, hex_to_npub
+from bridge.nostr.nip44 import ConversationKeyCache, decrypt
+from bridge.nostr.pool import RelayPool
+from bridge.nostr.relay import RelayEventReceived
+from bridge.protocol import SessionsMessage, SyncChunkEntry, SyncChunkMessage, decode_as
+from bridge.protocol.shared import OutputEntry
+from bridge.runtime.embedded_relay import EmbeddedRelay, EmbeddedRelayError
+from bridge.runtime.identity import IdentityError, load_or_create_identity
+from bridge.runtime.outbound import Outbound
+from bridge.runtime.runners import RunnerManager
+from bridge.runtime.sdnotify import Notifier
+from bridge.runtime.workspace import WorkspaceError, create_folder, scan_folders
+from store import bridge_state
+from store.db import BridgeDatabase, open_bridge_db
+from store.lock import acquire_lock
+
+__all__ = ["CONTROL_SOCKET_NAME", "Daemon", "DaemonError", "run_daemon"]
+
+logger = logging.getLogger(__name__)
+
+RELAY_DIR_NAME = "relay"
+INPUT_QUEUE_LIMIT = 50_000
+FOLDER_SCAN_INTERVAL = 30.0
+RETENTION_INTERVAL = 24 * 3600.0
+TRANSCRIPT_KEEP_LAST = 5000
+COMMANDS_SUB = "commands"
+PAIRING_SUB = "pairing"
+
+
+class DaemonError(Exception):
+    """The daemon cannot start or run; the message says why and what to do."""
+
+
+def _record_from_dict(data: dict[str, Any]) -> SessionRecord | None:
+    known = {f.name for f in dataclasses.fields(SessionRecord)}
+    try:
+        return SessionRecord(**{k: v for k, v in data.items() if k in known})
+    except TypeError:
+        return None
+
+
+def _pair_url(npub: str, relays: list[str], machine: str, token: str) -> str:
+    joined = ",".join(quote(r, safe="") for r in relays)
+    return (
+        f"codedeck://pair?npub={npub}&relays={joined}"
+        f"&machine={quote(machine, safe='')}&token={quote(token, safe='')}"
+    )
+
+
+class Daemon:
+    """One running bridge. Build with :meth:`open`, run with :meth:`serve`."""
+
+    def __init__(
+        self,
+        settings: Settings,
+        db: BridgeDatabase,
+        keypair: Keypair,
+        runner_factory: RunnerFactory,
+        *,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        self.settings = settings
+        self.db = db
+        self.keypair = keypair
+        self._clock = clock
+        self._runner_factory = runner_factory
+        self._keys = ConversationKeyCache(keypair.secret)
+        self._inputs: asyncio.Queue[Input] = asyncio.Queue(INPUT_QUEUE_LIMIT)
+        self._wake = asyncio.Event()
+        self.embedded: EmbeddedRelay | None = None
+        self.pool: RelayPool | None = None
+        self.engine: Engine | None = None
+        self.outbound = Outbound(keypair, self._keys, settings.machine_name, db, clock=clock)
+        self.runners: RunnerManager | None = None
+        self.control: ControlServer | None = None
+        self.notifier = Notifier()
+        self.started_at = clock()
+        self._pair_waiters: list[asyncio.Future[PairWaitResult]] = []
+        self._stopping = False
+        self._public_relays: list[str] = list(settings.relays)
+        self._dropped_inputs = 0
+
+    # --- engine plumbing --------------------------------------------------------------------------
+
+    def feed(self, event: Input) -> None:
+        """Queue an input for the engine loop (from callbacks; never blocks)."""
+        try:
+            self._inputs.put_nowait(event)
+        except asyncio.QueueFull:
+            self._dropped_inputs += 1
+            logger.warning("! input queue full; dropped %s", type(event).__name__)
+
+    def _decrypt(self, author: str, payload: str) -> str:
+        return decrypt(payload, self._keys.get(author))
+
+    def _on_relay_event(self, received: RelayEventReceived) -> None:
+        if received.event.kind == 4515:
+            self.feed(CommandEventReceived(received.event))
+
+    def _on_relay_open(self, url: str) -> None:
+        task = asyncio.get_running_loop().create_task(self._after_reconnect(url))
+        self._background.add(task)
+        task.add_done_callback(self._background.discard)
+
+    async def _after_reconnect(self, url: str) -> None:
+        try:
+            await self.outbound.retry_outbox()
+        except Exception:
+            logger.exception("! retrying the outbox after %s reconnected failed", url)
+
+    async def _engine_loop(self) -> None:
+        assert self.engine is not None
+        engine = self.engine
+        while True:
+            deadline = engine.next_deadline()
+            timeout = None if deadline is None else max(0.0, deadline - self._clock())
+            try:
+                async with asyncio.timeout(timeout):
+                    event = await self._inputs.get()
+            except TimeoutError:
+                await self._perform(engine.tick(self._clock()))
+                continue
+            try:
+                effects = engine.handle(event, self._clock())
+            except Exception:
+                logger.exception("! engine failed on %s; input dropped", type(event).__name__)
+                continue
+            await self._perform(effects)
+
+    async def _perform(self, effects: list[Effect]) -> None:
+        for effect in effects:
+            try:
+                await self._perform_one(effect)
+            except asyncio.CancelledError:
+                raise
+            except Exception:
+                logger.exception("! effect %s failed", type(effect).__name__)
+                if isinstance(effect, Commit):
+                    # Nothing after a failed commit may run: it depends on that state.
+                    return
+
+    async def _perform_one(self, effect: Effect) -> None:
+        match effect:
+            case Commit():
+                await self._commit(effect)
+            case Publish():
+                # Durable replies travel in Commit.outbox; a bare Publish is best effort.
+                self.outbound.send(self.outbound.seal(effect, durable=False))
+                if isinstance(effect.message, SessionsMessage):
+                    await self.outbound.save_clock()
+            case SendSyncChunk():
+                await self._send_sync_chunk(effect)
+            case Resubscribe():
+                await self._resubscribe()
+            case StartRunner():
+                assert self.runners is not None
+                self.runners.start(
+                    effect.record, resume=effect.resume, create_cwd=effect.create_cwd
+                )
+            case SendToRunner():
+                assert self.runners is not None
+                self.runners.deliver(effect.session_id)
+            case InterruptRunner():
+                assert self.runners is not None
+                self.runners.interrupt(effect.session_id)
+            case SetRunnerOption():
+                assert self.runners is not None
+                self.runners.set_option(effect.session_id, effect.option, effect.value)
+            case CloseRunner():
+                assert self.runners is not None
+                self.runners.close(effect.session_id)
+            case CreateFolder():
+                await self._create_folder(effect)
+            case Notify():
+                self._notify(effect)
+            case Dropped():
+                logger.info(
+                    "x dropped%s%s: %s",
+                    f" {effect.event_id[:8]}" if effect.event_id else "",
+                    f" from {hex_to_npub(effect.author)[:16]}" if effect.author else "",
+                    effect.reason,
+                )
+
+    async def _commit(self, commit: Commit) -> None:
+        sealed = [s for publish in commit.outbox for s in self.outbound.seal(publish, durable=True)]
+        now = int(self._clock())
+        async with self.db.transaction():
+            for op in commit.ops:
+                match op:
+                    case MarkProcessed():
+                        await bridge_state.mark_processed(self.db, op.event_id, op.created_at)
+                    case AdvanceCursor():
+                        await bridge_state.set_cursor(self.db, op.last_seen)
+                    case SavePhone():
+                        p = op.phone
+                        await bridge_state.save_phone(
+                            self.db, p.pubkey, p.npub, p.label, p.paired_at
+                        )
+                    case DeletePhone():
+                        await bridge_state.delete_phone(self.db, op.pubkey)
+                    case SaveSession():
+                        await bridge_state.save_session(
+                            self.db, op.record.session_id, dataclasses.asdict(op.record)
+                        )
+                    case DeleteSession():
+                        await bridge_state.delete_session(self.db, op.session_id)
+                    case AddTombstone():
+                        await bridge_state.add_tombstone(self.db, op.session_id)
+                    case AppendTranscript():
+                        await bridge_state.append_transcript(
+                            self.db,
+                            op.session_id,
+                            op.seq,
+                            op.entry.model_dump_json(exclude_none=True),
+                        )
+                    case DeleteTranscript():
+                        await bridge_state.delete_transcript(self.db, op.session_id)
+                    case AddInbox():
+                        await bridge_state.add_inbox(
+                            self.db, op.uid, op.session_id, op.text, op.input_id, now
+                        )
+                    case PruneProcessed():
+                        await bridge_state.prune_processed(self.db, op.before)
+            await self.outbound.queue_durable(sealed)
+        self.outbound.send(sealed)
+
+    async def _send_sync_chunk(self, effect: SendSyncChunk) -> None:
+        low, high = effect.seq_range
+        rows = await bridge_state.read_transcript(self.db, effect.session_id, low, high)
+        entries = [
+            SyncChunkEntry(seq=seq, entry=decode_as(OutputEntry, text)) for seq, text in rows
+        ]
+        message = SyncChunkMessage(
+            sessionId=effect.session_id,
+            syncId=effect.sync_id,
+            range=[low, high],
+            entries=entries,
+        )
+        self.outbound.send(self.outbound.seal(Publish(message, (effect.phone,)), durable=False))
+        if self.engine is not None:
+            self.engine.sync.chunks_sent(effect.phone, effect.sync_id, self._clock())
+
+    async def _resubscribe(self) -> None:
+        if self.pool is None or self.engine is None:
+            return
+        engine = self.engine
+        if engine.phones:
+            await self.pool.subscribe(COMMANDS_SUB, lambda: engine.command_filters(self._clock()))
+        else:
+            await self.pool.unsubscribe(COMMANDS_SUB)
+        if engine.pairing_filters(self._clock()):
+            await self.pool.subscribe(PAIRING_SUB, lambda: engine.pairing_filters(self._clock()))
+        else:
+            await self.pool.unsubscribe(PAIRING_SUB)
+
+    async def _create_folder(self, effect: CreateFolder) -> None:
+        try:
+            path = await asyncio.to_thread(create_folder, Path(effect.root), effect.path)
+        except WorkspaceError as exc:
+            self.feed(FolderCreated(effect.request_id, effect.path, str(exc)))
+            return
+        self.feed(FolderCreated(effect.request_id, path))
+        await self._scan_folders()
+
+    async def _scan_folders(self) -> None:
+        folders = await asyncio.to_thread(scan_folders, self.settings.workspaces)
+        self.feed(FoldersScanned(folders))
+
+    def _notify(self, effect: Notify) -> None:
+        if effect.event == "paired":
+            result: PairWaitResult = {
+                "paired": True,
+                "label": effect.data.get("label", ""),
+                "npub": effect.data.get("npub", ""),
+            }
+        elif effect.event == "pairing-closed":
+            result = {"paired": False, "reason": effect.data.get("reason", "closed")}
+        else:
+            return
+        waiters, self._pair_waiters = self._pair_waiters, []
+        for waiter in waiters:
+            if not waiter.done():
+                waiter.set_result(result)
+        self._update_status()
+
+    def _update_status(self) -> None:
+        if not self.notifier.enabled or self.engine is None or self.pool is None:
+            return
+        connected = sum(1 for s in self.pool.status() if s.state.value == "open")
+        self.notifier.status(
+            f"relays {connected}/{len(self.pool.status())} connected, "
+            f"{len(self.engine.phones)} phone(s), {self.runners.running if self.runners else 0} "
+            "running session(s)"
+        )
+
+    # --- timers -----------------------------------------------------------------------------------
+
+    async def _periodic(self) -> None:
+        next_retention = self._clock()
+        while True:
+            await self._scan_folders()
+            if self._clock() >= next_retention:
+                next_retention = self._clock() + RETENTION_INTERVAL
+                await self._sweep_transcripts()
+            self._update_status()
+            await asyncio.sleep(FOLDER_SCAN_INTERVAL)
+
+    async def _sweep_transcripts(self) -> None:
+        if self.engine is None:
+            return
+        live = [r.session_id for r in self.engine.registry.all()]
+        removed = await bridge_state.sweep_transcripts(self.db, TRANSCRIPT_KEEP_LAST, live)
+        if removed:
+            logger.info("retention: removed %d old transcript line(s)", removed)
+
+    # --- lifecycle --------------------------------------------------------------------------------
+
+    async def serve(self, stop: asyncio.Event) -> None:
+        """Run until `stop` is set, then shut down in order."""
+        self._background: set[asyncio.Task[Any]] = set()
+        loaded = await bridge_state.load_state(self.db)
+        await self.outbound.load_clock()
+        state = EngineState(
+            phones=[PairedPhone(*row) for row in loaded.phones],
+            last_seen=loaded.last_seen,
+            processed=loaded.processed,
+            sessions=[r for r in map(_record_from_dict, loaded.sessions) if r is not None],
+            tombstones=loaded.tombstones,
+        )
+        urls = list(self.settings.relays)
+        if self.settings.uses_embedded_relay:
+            await self._start_embedded()
+            assert self.embedded is not None
+            urls = [self.embedded.local_url]
+            self._public_relays = [self.embedded.public_url()]
+        self.engine = Engine(
+            EngineConfig(
+                bridge_pubkey=self.keypair.public_hex,
+                machine=self.settings.machine_name,
+                host="service" if os.environ.get("INVOCATION_ID") else "cli",
+                relays=tuple(self._public_relays),
+                roots=tuple(str(p) for p in self.settings.workspaces),
+            ),
+            state,
+            decrypt=self._decrypt,
+            new_id=lambda: str(uuid.uuid4()),
+            now=self._clock(),
+        )
+        self.runners = RunnerManager(
+            self._runner_factory, self.db, self.settings.workspaces, self.feed
+        )
+        self.pool = RelayPool(
+            urls, self.keypair, on_event=self._on_relay_event, on_open=self._on_relay_open
+        )
+        self.control = ControlServer(self.settings.home / CONTROL_SOCKET_NAME, self)
+        loop_task: asyncio.Task[None] | None = None
+        periodic: asyncio.Task[None] | None = None
+        try:
+            try:
+                await self.control.start()
+            except ControlSocketError as exc:
+                raise DaemonError(str(exc)) from None
+            await self.pool.start()
+            self.outbound.start(self.pool)
+            await self._resubscribe()
+            await self.outbound.retry_outbox()
+            await self._scan_folders()
+            await self._perform(self.engine.boot(self._clock()))
+            loop_task = asyncio.create_task(self._engine_loop(), name="engine-loop")
+            periodic = asyncio.create_task(self._periodic(), name="periodic")
+            logger.info(
+                "bridge %s serving %s on %s; Ctrl-C stops it",
+                self.keypair.npub,
+                self.settings.machine_name,
+                ", ".join(self._public_relays),
+            )
+            self.notifier.ready(f"serving on {', '.join(self._public_relays)}")
+            stopped = asyncio.create_task(stop.wait())
+            done, _ = await asyncio.wait({stopped, loop_task}, return_when=asyncio.FIRST_COMPLETED)
+            if loop_task in done and loop_task.exception() is not None:
+                raise DaemonError(f"the engine loop crashed: {loop_task.exception()!r}")
+            stopped.cancel()
+        finally:
+            self.notifier.stopping()
+            logger.info("stopping")
+            await self._shutdown(loop_task, periodic)
+
+    async def _shutdown(
+        self, loop_task: asyncio.Task[None] | None, periodic: asyncio.Task[None] | None
+    ) -> None:
+        for task in (periodic, loop_task):  # stop timers; the loop finishes its current input
+            if task is not None:
+                task.cancel()
+                with contextlib.suppress(asyncio.CancelledError, Exception):
+                    await task
+        for task in list(getattr(self, "_background", ())):
+            task.cancel()
+        for waiter in self._pair_waiters:
+            if not waiter.done():
+                waiter.set_result({"paired": False, "reason": "closed"})
+        try:
+            if self.runners is not None:
+                await self.runners.close_all()
+            if self.engine is not None:
+                final = self.engine.shutdown(self._clock())
+                for effect in final:
+                    if isinstance(effect, Publish):
+                        self.outbound.send(self.outbound.seal(effect, durable=False))
+            await self.outbound.close()
+            await self.outbound.save_clock()
+        finally:
+            if self.control is not None:
+                await self.control.close()
+            if self.pool is not None:
+                await self.pool.close()
+            if self.embedded is not None:
+                await self.embedded.stop()
+
+    async def _start_embedded(self) -> None:
+        host, port = self.settings.embedded_relay
+        own = self.keypair.public_hex
+
+        def admit(event: dict[str, Any], source_ip: str) -> tuple[bool, str]:
+            author = event.get("pubkey")
+            engine = self.engine
+            if author == own:
+                return True, ""
+            if engine is not None and author in engine.phones:
+                return True, ""
+            if engine is not None and event.get("kind") == 4515:
+                window = engine.window_for(self._clock())
+                p_tags = [t[1] for t in event.get("tags", []) if len(t) >= 2 and t[0] == "p"]
+                if window is not None and p_tags == [own]:
+                    return True, ""
+            return False, "restricted: not a registered user"
+
+        self.embedded = EmbeddedRelay(
+            host, port, admit=admit, lmdb_dir=self.settings.home / RELAY_DIR_NAME
+        )
+        try:
+            await self.embedded.start()
+        except EmbeddedRelayError as exc:
+            raise DaemonError(str(exc)) from None
+
+    # --- control socket handler ---------------------------------------------------------------------
+
+    async def status(self) -> StatusResult:
+        assert self.engine is not None and self.pool is not None
+        relays: list[RelayStatus] = [
+            {
+                "url": s.url,
+                "state": s.state.value,
+                "lastEventAt": iso_timestamp(s.last_event_at) if s.last_event_at else None,
+                "lastError": s.last_error,
+            }
+            for s in self.pool.status()
+        ]
+        return {
+            "pid": os.getpid(),
+            "startedAt": iso_timestamp(self.started_at),
+            "version": __version__,
+            "npub": self.keypair.npub,
+            "machine": self.settings.machine_name,
+            "home": str(self.settings.home),
+            "relays": relays,
+            "embeddedRelay": self.embedded.public_url() if self.embedded else None,
+            "phones": await self.phones_list(),
+            "sessions": await self.sessions_list(),
+            "lastCommandAt": (
+                iso_timestamp(self.engine.last_command_at) if self.engine.last_command_at else None
+            ),
+        }
+
+    async def pair_open(self, duration: float) -> PairOpenResult:
+        token = os.urandom(16).hex()
+        now = self._clock()
+        self._notify(Notify("pairing-closed", {"reason": "closed"}))
+        self.feed(PairingWindowRequested(token, duration))
+        return {
+            "url": _pair_url(
+                self.keypair.npub, self._public_relays, self.settings.machine_name, token
+            ),
+            "npub": self.keypair.npub,
+            "token": token,
+            "relays": list(self._public_relays),
+            "machine": self.settings.machine_name,
+            "expiresAt": iso_timestamp(now + duration),
+        }
+
+    async def pair_wait(self, timeout: float) -> PairWaitResult:
+        if self.engine is None or (
+            self.engine.window_for(self._clock()) is None and self._inputs.empty()
+        ):
+            return {"paired": False, "reason": "no-window"}
+        waiter: asyncio.Future[PairWaitResult] = asyncio.get_running_loop().create_future()
+        self._pair_waiters.append(waiter)
+        try:
+            async with asyncio.timeout(timeout):
+                return await asyncio.shield(waiter)
+        except TimeoutError:
+            return {"paired": False, "reason": "timeout"}
+        finally:
+            if waiter in self._pair_waiters:
+                self._pair_waiters.remove(waiter)
+
+    async def pair_npub(self, pubkey: str, label: str) -> PairNpubResult:
+        assert self.engine is not None
+        already = pubkey in self.engine.phones
+        self.feed(PhonePairedManually(pubkey, label or "Phone"))
+        return {"npub": hex_to_npub(pubkey), "label": label or "Phone", "alreadyPaired": already}
+
+    async def phones_list(self) -> list[PhoneInfo]:
+        assert self.engine is not None
+        return [
+            {"npub": p.npub, "label": p.label, "pairedAt": p.paired_at}
+            for p in sorted(self.engine.phones.values(), key=lambda p: p.paired_at)
+        ]
+
+    async def phones_unpair(self, pubkey: str) -> UnpairResult:
+        assert self.engine is not None
+        phone = self.engine.phones.get(pubkey)
+        if phone is None:
+            return {"unpaired": False, "npub": hex_to_npub(pubkey)}
+        self.feed(PhoneUnpaired(pubkey))
+        return {"unpaired": True, "npub": phone.npub, "label": phone.label}
+
+    async def sessions_list(self) -> list[SessionInfo]:
+        assert self.engine is not None
+        return [
+            {"sessionId": r.session_id, "state": r.state, "title": r.title, "cwd": r.cwd}
+            for r in self.engine.registry.all()
+        ]
+
+
+def _default_runner_factory(settings: Settings) -> RunnerFactory:
+    from bridge.agents.scripted import scripted_runner_factory
+
+    logger.warning(
+        "sessions run the scripted echo agent: the Claude Code runner is not part of this build yet"
+    )
+    return scripted_runner_factory(settings.home / "scripted")
+
+
+async def run_daemon(
+    settings: Settings,
+    *,
+    stop: asyncio.Event | None = None,
+    runner_factory: RunnerFactory | None = None,
+) -> None:
+    """Run until `stop` is set or SIGINT/SIGTERM arrives.
+
+    Raises:
+        DaemonError: a start-up step failed (the message names the fix).
+        StoreError: the home or database cannot be used (its message names the fix).
+    """
+    stop = stop if stop is not None else asyncio.Event()
+    lock = acquire_lock(settings.home)
+    try:
+        db = await open_bridge_db(settings.home)
+        try:
+            try:
+                keypair = await load_or_create_identity(db, settings.key_file)
+            except IdentityError as exc:
+                raise DaemonError(str(exc)) from None
+            factory = runner_factory or _default_runner_factory(settings)
+            daemon = Daemon(settings, db, keypair, factory)
+            installed = _install_stop_signals(stop)
+            try:
+                await daemon.serve(stop)
+            finally:
+                loop = asyncio.get_running_loop()
+                for signum in installed:
+                    loop.remove_signal_handler(signum)
+        finally:
+            await db.close()
+    finally:
+        lock.release()
+
+
+def _install_stop_signals(stop: asyncio.Event) -> list[int]:
+    loop = asyncio.get_running_loop()
+    installed: list[int] = []
+    for signum in (signal.SIGINT, signal.SIGTERM):
+        with contextlib.suppress(NotImplementedError, RuntimeError):
+            loop.add_signal_handler(signum, stop.set)
+            installed.append(signum)
+    return installed

@@ -1,0 +1,207 @@
+"""Turning the engine's ``Publish`` effects into signed events on the relays.
+
+- :meth:`Outbound.seal` plans a message (kind, tags, monotonic ``created_at``, fragments),
+  encrypts each event to its phone with NIP-44 and signs it. It is CPU only, so the engine loop
+  calls it inline, in effect order.
+- Best-effort events go on an ordered queue drained by one sender task, so a slow relay never
+  stalls the engine loop.
+- Durable events (4516 replies) were written to the outbox table in the command's transaction
+  before they reach :meth:`Outbound.send`; when a relay accepts one, its outbox row is deleted.
+  :meth:`Outbound.retry_outbox` re-sends the rows still queued (at boot and on every relay
+  reconnect), the identical signed events, until their NIP-40 expiry.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import os
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import orjson
+
+from bridge.engine.effects import Publish
+from bridge.engine.publish import PublishPlanner, expires_at
+from bridge.nostr.event import VerifiedEvent, check_event, parse_event, sign_event
+from bridge.nostr.keys import Keypair
+from bridge.nostr.nip44 import ConversationKeyCache, encrypt
+from bridge.nostr.pool import RelayPool
+from bridge.protocol import BridgeToPhone
+from store import bridge_state
+from store.db import BridgeDatabase
+from store.kv import kv_get, kv_set
+
+__all__ = ["Outbound", "SealedEvent"]
+
+logger = logging.getLogger(__name__)
+
+QUEUE_LIMIT = 10_000
+CLOCK_KEY = "publish.lastCreatedAt"
+
+
+@dataclass(frozen=True, slots=True)
+class SealedEvent:
+    """A signed event ready for the relays; `durable` ones have an outbox row."""
+
+    event: VerifiedEvent
+    durable: bool
+    expires_at: int | None
+    message_type: str
+
+
+class Outbound:
+    """Seals messages and sends them, in order, through the pool."""
+
+    def __init__(
+        self,
+        keypair: Keypair,
+        keys: ConversationKeyCache,
+        machine: str,
+        db: BridgeDatabase,
+        *,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        self._keypair = keypair
+        self._keys = keys
+        self._machine = machine
+        self._db = db
+        self._clock = clock
+        self._planner = PublishPlanner()
+        self._clock_saved = 0
+        self._queue: asyncio.Queue[SealedEvent] = asyncio.Queue(QUEUE_LIMIT)
+        self._pool: RelayPool | None = None
+        self._task: asyncio.Task[None] | None = None
+        self._retrying = False
+        self.published = 0
+        self.failed = 0
+
+    # --- the created_at clock, kept across restarts ------------------------------------------------
+
+    async def load_clock(self) -> None:
+        """Continue ``created_at`` from the last run (a restart within the same second must not
+        make the new heartbeat look older than the stored one)."""
+        stored = await kv_get(self._db, CLOCK_KEY)
+        if stored is not None and stored.isdigit():
+            self._planner = PublishPlanner(last_created_at=int(stored))
+            self._clock_saved = int(stored)
+
+    async def save_clock(self) -> None:
+        last = self._planner.last_created_at
+        if last > self._clock_saved:
+            await kv_set(self._db, CLOCK_KEY, str(last))
+            self._clock_saved = last
+
+    # --- sealing (CPU only) -----------------------------------------------------------------------
+
+    def seal(self, publish: Publish, *, durable: bool) -> list[SealedEvent]:
+        """Plan, encrypt and sign `publish` for every phone of its audience."""
+        now = self._clock()
+        planned = self._planner.plan(
+            publish.message, publish.audience, now, self._machine, os.urandom(16).hex()
+        )
+        sealed = []
+        for item in planned:
+            content = encrypt(item.plaintext, self._keys.get(item.phone))
+            event = sign_event(
+                self._keypair, item.kind, content, item.tags, created_at=item.created_at
+            )
+            sealed.append(SealedEvent(event, durable, expires_at(item), _type_of(publish.message)))
+        return sealed
+
+    async def queue_durable(self, sealed: list[SealedEvent]) -> None:
+        """Write durable events to the outbox (the caller holds the command's transaction)."""
+        now = int(self._clock())
+        for item in sealed:
+            await bridge_state.add_outbox(
+                self._db, item.event.id, item.event.to_json(), item.expires_at, now
+            )
+
+    # --- sending ----------------------------------------------------------------------------------
+
+    def start(self, pool: RelayPool) -> None:
+        self._pool = pool
+        self._task = asyncio.create_task(self._run(), name="outbound-sender")
+
+    async def close(self, *, drain_timeout: float = 5.0) -> None:
+        """Send what is queued (for at most `drain_timeout` s), then stop the sender."""
+        if self._task is None:
+            return
+        with contextlib.suppress(TimeoutError):
+            async with asyncio.timeout(drain_timeout):
+                await self._queue.join()
+        self._task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await self._task
+        self._task = None
+
+    def send(self, sealed: list[SealedEvent]) -> None:
+        """Queue events for the sender task (in order)."""
+        for item in sealed:
+            try:
+                self._queue.put_nowait(item)
+            except asyncio.QueueFull:
+                # Durable ones stay in the outbox and go out on the next retry.
+                self.failed += 1
+                logger.warning(
+                    "! send queue full; dropped %s %s%s",
+                    item.message_type,
+                    item.event.id[:8],
+                    " (kept in the outbox)" if item.durable else "",
+                )
+
+    async def retry_outbox(self) -> int:
+        """Re-send every queued durable event that has not expired; returns how many."""
+        if self._retrying:
+            return 0
+        self._retrying = True
+        try:
+            now = int(self._clock())
+            await bridge_state.prune_outbox(self._db, now)
+            rows = await bridge_state.outbox_rows(self._db, now)
+            for row in rows:
+                try:
+                    event = check_event(parse_event(orjson.loads(row.event)))
+                except ValueError:
+                    logger.error("! outbox row %s is not a valid event; dropped", row.event_id[:8])
+                    await bridge_state.delete_outbox(self._db, row.event_id)
+                    continue
+                self.send([SealedEvent(event, True, row.expires_at, "retry")])
+            if rows:
+                logger.info("retrying %d undelivered response(s)", len(rows))
+            return len(rows)
+        finally:
+            self._retrying = False
+
+    async def _run(self) -> None:
+        assert self._pool is not None
+        while True:
+            item = await self._queue.get()
+            try:
+                report = await self._pool.publish(item.event)
+                if report.delivered:
+                    self.published += 1
+                    if item.durable:
+                        await bridge_state.delete_outbox(self._db, item.event.id)
+                    if logger.isEnabledFor(logging.DEBUG):
+                        logger.debug("> %s %s", item.message_type, item.event.id[:8])
+                else:
+                    self.failed += 1
+                    logger.info(
+                        "- %s %s not delivered%s",
+                        item.message_type,
+                        item.event.id[:8],
+                        " (kept for retry)" if item.durable else "",
+                    )
+            except asyncio.CancelledError:
+                raise
+            except Exception:
+                logger.exception("! sending %s %s failed", item.message_type, item.event.id[:8])
+            finally:
+                self._queue.task_done()
+
+
+def _type_of(message: BridgeToPhone) -> str:
+    return str(getattr(message, "type", type(message).__name__))

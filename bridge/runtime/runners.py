@@ -1,0 +1,223 @@
+"""The daemon's side of agent sessions: start, feed, steer and stop runners.
+
+Each session's runner is driven through one per-session lock, so a resume, an input hand-off and
+a close never interleave. Hand-offs follow the exactly-once rule of :mod:`bridge.agents.base`:
+an inbox row is marked ``sent`` in the database *before* the runner gets it, and rows already
+marked ``sent`` when the daemon boots are reconciled with :meth:`Runner.received` first.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+from bridge.agents.base import Emit, Runner, RunnerError, RunnerFactory, SessionSpec
+from bridge.engine.effects import SessionRecord
+from bridge.engine.inputs import AgentFailed, AgentOptionSet, AgentReady, Input
+from bridge.runtime.workspace import WorkspaceError, resolve_session_cwd
+from store import bridge_state
+from store.db import BridgeDatabase
+
+__all__ = ["RunnerManager"]
+
+logger = logging.getLogger(__name__)
+
+
+class RunnerManager:
+    """Owns every runner of the daemon and the tasks that talk to them."""
+
+    def __init__(
+        self,
+        factory: RunnerFactory,
+        db: BridgeDatabase,
+        roots: Sequence[Path],
+        feed: Callable[[Input], None],
+    ) -> None:
+        self._factory = factory
+        self._db = db
+        self._roots = list(roots)
+        self._feed = feed
+        self._runners: dict[str, Runner] = {}
+        self._ready: set[str] = set()
+        self._locks: dict[str, asyncio.Lock] = {}
+        self._tasks: set[asyncio.Task[None]] = set()
+        self._reconciled: set[str] = set()
+        self._closed = False
+
+    @property
+    def running(self) -> int:
+        return len(self._ready)
+
+    def _lock(self, session_id: str) -> asyncio.Lock:
+        return self._locks.setdefault(session_id, asyncio.Lock())
+
+    def _spawn(self, coro: object, name: str) -> None:
+        if self._closed:
+            coro.close()  # type: ignore[attr-defined]
+            return
+        task: asyncio.Task[None] = asyncio.create_task(coro, name=name)  # type: ignore[arg-type]
+        self._tasks.add(task)
+        task.add_done_callback(self._done)
+
+    def _done(self, task: asyncio.Task[None]) -> None:
+        self._tasks.discard(task)
+        if not task.cancelled() and task.exception() is not None:
+            logger.error("! runner task %s crashed", task.get_name(), exc_info=task.exception())
+
+    # --- effects ----------------------------------------------------------------------------------
+
+    def start(self, record: SessionRecord, *, resume: bool, create_cwd: bool) -> None:
+        self._spawn(self._start(record, resume, create_cwd), f"start {record.session_id[:8]}")
+
+    def deliver(self, session_id: str) -> None:
+        self._spawn(self._deliver(session_id), f"deliver {session_id[:8]}")
+
+    def interrupt(self, session_id: str) -> None:
+        self._spawn(self._call(session_id, "interrupt"), f"interrupt {session_id[:8]}")
+
+    def set_option(self, session_id: str, option: str, value: str) -> None:
+        self._spawn(self._set_option(session_id, option, value), f"option {session_id[:8]}")
+
+    def close(self, session_id: str) -> None:
+        self._spawn(self._close(session_id), f"close {session_id[:8]}")
+
+    async def close_all(self, timeout: float = 10.0) -> None:
+        """Close every runner and wait (at most `timeout`) for the runner tasks to end."""
+        self._closed = True
+        for task in list(self._tasks):
+            task.cancel()
+        await asyncio.gather(*self._tasks, return_exceptions=True)
+        runners = list(self._runners.items())
+        self._runners.clear()
+        self._ready.clear()
+
+        async def close_one(session_id: str, runner: Runner) -> None:
+            try:
+                await runner.close()
+            except Exception:
+                logger.exception("! closing runner %s failed", session_id[:8])
+
+        with contextlib.suppress(TimeoutError):
+            async with asyncio.timeout(timeout):
+                await asyncio.gather(*(close_one(sid, r) for sid, r in runners))
+
+    # --- work -------------------------------------------------------------------------------------
+
+    def _emit_for(self, session_id: str) -> Emit:
+        def emit(event: object) -> None:
+            if isinstance(event, AgentReady):
+                self._ready.add(session_id)
+            elif isinstance(event, AgentFailed) or type(event).__name__ == "AgentEnded":
+                self._ready.discard(session_id)
+            self._feed(event)  # type: ignore[arg-type]
+
+        return emit
+
+    async def _start(self, record: SessionRecord, resume: bool, create_cwd: bool) -> None:
+        session_id = record.session_id
+        async with self._lock(session_id):
+            if session_id in self._runners:
+                return
+            try:
+                if resume:
+                    cwd = Path(record.cwd)
+                    if not cwd.is_dir():
+                        raise WorkspaceError(f"{record.cwd} no longer exists")
+                else:
+                    cwd = await asyncio.to_thread(
+                        resolve_session_cwd, self._roots, record.cwd or None, create=create_cwd
+                    )
+            except WorkspaceError as exc:
+                self._feed(AgentFailed(session_id, str(exc)))
+                return
+            spec = SessionSpec(
+                session_id=session_id,
+                cwd=cwd,
+                permission_mode=record.permission_mode or "plan",
+                model=record.model,
+                effort_level=record.effort_level,
+                provider_id=record.provider_id,
+                sdk_session_id=record.sdk_session_id,
+            )
+            runner = self._factory(session_id, self._emit_for(session_id))
+            self._runners[session_id] = runner
+            try:
+                await runner.start(spec, resume=resume)
+            except Exception as exc:
+                self._runners.pop(session_id, None)
+                logger.exception("! runner %s failed to start", session_id[:8])
+                self._feed(AgentFailed(session_id, f"the agent could not start: {exc}"))
+
+    async def _deliver(self, session_id: str) -> None:
+        async with self._lock(session_id):
+            runner = self._runners.get(session_id)
+            if runner is None or session_id not in self._ready:
+                return  # delivered once the runner reports ready
+            if session_id not in self._reconciled:
+                await self._reconcile(session_id, runner)
+            for row in await bridge_state.inbox_rows(
+                self._db, session_id=session_id, state="pending"
+            ):
+                await bridge_state.mark_inbox_sent(self._db, row.uid)
+                try:
+                    await runner.send_input(row.uid, row.text)
+                except RunnerError as exc:
+                    logger.warning(
+                        "! input %s to %s not delivered: %s", row.uid[:8], session_id[:8], exc
+                    )
+                    return
+
+    async def _reconcile(self, session_id: str, runner: Runner) -> None:
+        """After a crash: rows marked sent that the agent never got go back to pending."""
+        sent = await bridge_state.inbox_rows(self._db, session_id=session_id, state="sent")
+        if sent:
+            received = await runner.received([row.uid for row in sent])
+            lost = [row for row in sent if row.uid not in received]
+            async with self._db.transaction():
+                await bridge_state.remove_inbox(
+                    self._db, [r.uid for r in sent if r.uid in received]
+                )
+                for row in lost:
+                    await self._db.execute(
+                        "UPDATE inbox SET state = 'pending' WHERE uid = ?", (row.uid,)
+                    )
+            if lost:
+                logger.info(
+                    "re-sending %d input(s) the agent of %s never received",
+                    len(lost),
+                    session_id[:8],
+                )
+        self._reconciled.add(session_id)
+
+    async def _call(self, session_id: str, method: str) -> None:
+        runner = self._runners.get(session_id)
+        if runner is None:
+            return
+        try:
+            await getattr(runner, method)()
+        except RunnerError as exc:
+            logger.warning("! %s of %s failed: %s", method, session_id[:8], exc)
+
+    async def _set_option(self, session_id: str, option: str, value: str) -> None:
+        runner = self._runners.get(session_id)
+        result: str | None = None
+        if runner is not None:
+            try:
+                result = await runner.set_option(option, value)
+            except RunnerError as exc:
+                logger.warning("! %s change of %s failed: %s", option, session_id[:8], exc)
+        self._feed(AgentOptionSet(session_id, option, value, result))
+
+    async def _close(self, session_id: str) -> None:
+        async with self._lock(session_id):
+            runner = self._runners.pop(session_id, None)
+            self._ready.discard(session_id)
+            if runner is not None:
+                try:
+                    await runner.close()
+                except Exception:
+                    logger.exception("! closing runner %s failed", session_id[:8])
+        self._locks.pop(session_id, None)

@@ -1,0 +1,301 @@
+"""Repositories over the daemon's tables (schema v2): plain values in, plain values out.
+
+The store knows nothing of the engine's types: records travel as dicts / JSON text, entries as
+JSON text. The runtime maps the engine's store operations onto these functions and calls them
+inside one ``db.transaction()`` per commit, which is what makes "processed" and the command's
+effects atomic.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from store.db import BridgeDatabase
+from store.kv import kv_get, kv_set
+
+__all__ = [
+    "CURSOR_KEY",
+    "InboxRow",
+    "LoadedState",
+    "OutboxRow",
+    "add_inbox",
+    "add_outbox",
+    "add_tombstone",
+    "append_transcript",
+    "delete_outbox",
+    "delete_phone",
+    "delete_session",
+    "delete_transcript",
+    "inbox_rows",
+    "load_state",
+    "mark_inbox_sent",
+    "mark_processed",
+    "outbox_rows",
+    "prune_outbox",
+    "prune_processed",
+    "read_transcript",
+    "remove_inbox",
+    "save_phone",
+    "save_session",
+    "set_cursor",
+    "sweep_transcripts",
+]
+
+CURSOR_KEY = "ingest.lastSeen"
+MAX_TOMBSTONES = 100
+
+
+@dataclass(frozen=True, slots=True)
+class LoadedState:
+    """What the engine needs at boot."""
+
+    phones: list[tuple[str, str, str, str]]  # pubkey, npub, label, paired_at
+    last_seen: int
+    processed: dict[str, int]
+    sessions: list[dict[str, Any]]  # records, with "seq_high" from the transcript
+    tombstones: list[str]
+
+
+@dataclass(frozen=True, slots=True)
+class InboxRow:
+    uid: str
+    session_id: str
+    text: str
+    input_id: str | None
+    state: str
+
+
+@dataclass(frozen=True, slots=True)
+class OutboxRow:
+    event_id: str
+    event: str
+    expires_at: int | None
+
+
+async def load_state(db: BridgeDatabase) -> LoadedState:
+    """Everything the engine is built from. Unreadable session records are skipped one by one."""
+    phones = [
+        (str(r[0]), str(r[1]), str(r[2]), str(r[3]))
+        for r in await db.fetchall("SELECT pubkey, npub, label, paired_at FROM phones")
+    ]
+    cursor = await kv_get(db, CURSOR_KEY)
+    processed = {
+        str(r[0]): int(r[1])
+        for r in await db.fetchall("SELECT event_id, created_at FROM processed")
+    }
+    highs = {
+        str(r[0]): int(r[1])
+        for r in await db.fetchall(
+            "SELECT session_id, MAX(seq) FROM transcripts GROUP BY session_id"
+        )
+    }
+    sessions = []
+    for session_id, text in await db.fetchall("SELECT session_id, record FROM sessions"):
+        try:
+            record = json.loads(text)
+        except ValueError:
+            continue
+        if not isinstance(record, dict):
+            continue
+        record["session_id"] = session_id
+        record["seq_high"] = max(int(record.get("seq_high") or 0), highs.get(session_id, 0))
+        sessions.append(record)
+    tombstones = [
+        str(r[0]) for r in await db.fetchall("SELECT session_id FROM tombstones ORDER BY position")
+    ]
+    return LoadedState(
+        phones=phones,
+        last_seen=int(cursor) if cursor and cursor.isdigit() else 0,
+        processed=processed,
+        sessions=sessions,
+        tombstones=tombstones,
+    )
+
+
+# --- ingest ------------------------------------------------------------------------------------
+
+
+async def mark_processed(db: BridgeDatabase, event_id: str, created_at: int) -> None:
+    await db.execute(
+        "INSERT OR IGNORE INTO processed (event_id, created_at) VALUES (?, ?)",
+        (event_id, created_at),
+    )
+
+
+async def prune_processed(db: BridgeDatabase, before: int) -> int:
+    return await db.execute("DELETE FROM processed WHERE created_at < ?", (before,))
+
+
+async def set_cursor(db: BridgeDatabase, last_seen: int) -> None:
+    await kv_set(db, CURSOR_KEY, str(last_seen))
+
+
+# --- phones ------------------------------------------------------------------------------------
+
+
+async def save_phone(
+    db: BridgeDatabase, pubkey: str, npub: str, label: str, paired_at: str
+) -> None:
+    await db.execute(
+        "INSERT INTO phones (pubkey, npub, label, paired_at) VALUES (?, ?, ?, ?) "
+        "ON CONFLICT (pubkey) DO UPDATE SET label = excluded.label",
+        (pubkey, npub, label, paired_at),
+    )
+
+
+async def delete_phone(db: BridgeDatabase, pubkey: str) -> None:
+    await db.execute("DELETE FROM phones WHERE pubkey = ?", (pubkey,))
+
+
+# --- sessions ----------------------------------------------------------------------------------
+
+
+async def save_session(db: BridgeDatabase, session_id: str, record: dict[str, Any]) -> None:
+    await db.execute(
+        "INSERT INTO sessions (session_id, record) VALUES (?, ?) "
+        "ON CONFLICT (session_id) DO UPDATE SET record = excluded.record",
+        (session_id, json.dumps(record, separators=(",", ":"))),
+    )
+
+
+async def delete_session(db: BridgeDatabase, session_id: str) -> None:
+    await db.execute("DELETE FROM sessions WHERE session_id = ?", (session_id,))
+    await db.execute("DELETE FROM inbox WHERE session_id = ?", (session_id,))
+
+
+async def add_tombstone(db: BridgeDatabase, session_id: str) -> None:
+    await db.execute("DELETE FROM tombstones WHERE session_id = ?", (session_id,))
+    await db.execute("INSERT INTO tombstones (session_id) VALUES (?)", (session_id,))
+    await db.execute(
+        "DELETE FROM tombstones WHERE position NOT IN "
+        "(SELECT position FROM tombstones ORDER BY position DESC LIMIT ?)",
+        (MAX_TOMBSTONES,),
+    )
+
+
+# --- transcripts -------------------------------------------------------------------------------
+
+
+async def append_transcript(db: BridgeDatabase, session_id: str, seq: int, entry_json: str) -> None:
+    """Insert one line; a seq already stored is a bug upstream and raises (never overwrites)."""
+    await db.execute(
+        "INSERT INTO transcripts (session_id, seq, entry) VALUES (?, ?, ?)",
+        (session_id, seq, entry_json),
+    )
+
+
+async def delete_transcript(db: BridgeDatabase, session_id: str) -> None:
+    await db.execute("DELETE FROM transcripts WHERE session_id = ?", (session_id,))
+
+
+async def read_transcript(
+    db: BridgeDatabase, session_id: str, low: int, high: int
+) -> list[tuple[int, str]]:
+    """Lines with ``low <= seq <= high`` in order; pruned seqs are simply absent."""
+    rows = await db.fetchall(
+        "SELECT seq, entry FROM transcripts WHERE session_id = ? AND seq BETWEEN ? AND ? "
+        "ORDER BY seq",
+        (session_id, low, high),
+    )
+    return [(int(seq), str(entry)) for seq, entry in rows]
+
+
+async def sweep_transcripts(
+    db: BridgeDatabase, keep_last: int, live_sessions: Sequence[str]
+) -> int:
+    """Retention: keep the last `keep_last` lines per session (0 keeps all); drop orphans."""
+    removed = 0
+    async with db.transaction():
+        if live_sessions:
+            marks = ",".join("?" * len(live_sessions))
+            removed += await db.execute(
+                f"DELETE FROM transcripts WHERE session_id NOT IN ({marks})",
+                tuple(live_sessions),
+            )
+        else:
+            removed += await db.execute("DELETE FROM transcripts")
+        if keep_last > 0:
+            for session_id, high in await db.fetchall(
+                "SELECT session_id, MAX(seq) FROM transcripts GROUP BY session_id"
+            ):
+                removed += await db.execute(
+                    "DELETE FROM transcripts WHERE session_id = ? AND seq <= ?",
+                    (session_id, int(high) - keep_last),
+                )
+    return removed
+
+
+# --- inbox -------------------------------------------------------------------------------------
+
+
+async def add_inbox(
+    db: BridgeDatabase, uid: str, session_id: str, text: str, input_id: str | None, now: int
+) -> None:
+    await db.execute(
+        "INSERT INTO inbox (uid, session_id, text, input_id, state, created_at) "
+        "VALUES (?, ?, ?, ?, 'pending', ?)",
+        (uid, session_id, text, input_id, now),
+    )
+
+
+async def inbox_rows(
+    db: BridgeDatabase, *, session_id: str | None = None, state: str | None = None
+) -> list[InboxRow]:
+    sql = "SELECT uid, session_id, text, input_id, state FROM inbox"
+    clauses, params = [], []
+    if session_id is not None:
+        clauses.append("session_id = ?")
+        params.append(session_id)
+    if state is not None:
+        clauses.append("state = ?")
+        params.append(state)
+    if clauses:
+        sql += " WHERE " + " AND ".join(clauses)
+    rows = await db.fetchall(sql + " ORDER BY rowid", tuple(params))
+    return [
+        InboxRow(str(a), str(b), str(c), d if d is None else str(d), str(e))
+        for a, b, c, d, e in rows
+    ]
+
+
+async def mark_inbox_sent(db: BridgeDatabase, uid: str) -> None:
+    await db.execute("UPDATE inbox SET state = 'sent' WHERE uid = ?", (uid,))
+
+
+async def remove_inbox(db: BridgeDatabase, uids: Iterable[str]) -> None:
+    await db.executemany("DELETE FROM inbox WHERE uid = ?", [(uid,) for uid in uids])
+
+
+# --- outbox ------------------------------------------------------------------------------------
+
+
+async def add_outbox(
+    db: BridgeDatabase, event_id: str, event_json: str, expires_at: int | None, now: int
+) -> None:
+    await db.execute(
+        "INSERT OR IGNORE INTO outbox (event_id, event, expires_at, queued_at) VALUES (?, ?, ?, ?)",
+        (event_id, event_json, expires_at, now),
+    )
+
+
+async def outbox_rows(db: BridgeDatabase, now: int) -> list[OutboxRow]:
+    """Queued events still worth sending (not expired), oldest first."""
+    rows = await db.fetchall(
+        "SELECT event_id, event, expires_at FROM outbox "
+        "WHERE expires_at IS NULL OR expires_at > ? ORDER BY queued_at, rowid",
+        (now,),
+    )
+    return [OutboxRow(str(a), str(b), None if c is None else int(c)) for a, b, c in rows]
+
+
+async def delete_outbox(db: BridgeDatabase, event_id: str) -> None:
+    await db.execute("DELETE FROM outbox WHERE event_id = ?", (event_id,))
+
+
+async def prune_outbox(db: BridgeDatabase, now: int) -> int:
+    return await db.execute(
+        "DELETE FROM outbox WHERE expires_at IS NOT NULL AND expires_at <= ?", (now,)
+    )

@@ -1,0 +1,129 @@
+"""The bridge database's schema history: one `Migration` per list entry, never edited once released.
+
+To add tables, append `Migration(len(BRIDGE_MIGRATIONS) + 1, "what it adds", "CREATE …")`. Rules
+for entries (the runner enforces the first two):
+
+- No transaction control: each migration already runs in its own `BEGIN IMMEDIATE … COMMIT`.
+- Versions 1..n without gaps; a released entry's name and SQL are frozen (names are compared
+  with the file's `schema_version` on every open).
+- Types are pinned with `CHECK (typeof(…) = …)` rather than `STRICT` tables, which need SQLite
+  3.37 and would refuse to open on older Python builds.
+- Secret-bearing columns (`identity.secret_key`, later `credentials`) live only here: the file is
+  0600 in a 0700 home, and nothing logs their values.
+
+Version 2 holds the daemon's state (see `store.bridge_state`): phones, processed command ids,
+sessions and tombstones, transcripts `(session_id, seq)`, the inbox of accepted inputs and the
+outbox of durable replies. Version 3 adds `decisions`, the permission gate's audit log
+(`store.decisions`). Planned next: provider_profiles, credentials.
+"""
+
+from __future__ import annotations
+
+from typing import Final
+
+from store.migrations import Migration
+
+__all__ = ["BRIDGE_MIGRATIONS"]
+
+BRIDGE_MIGRATIONS: Final[tuple[Migration, ...]] = (
+    Migration(
+        1,
+        "kv and identity",
+        """
+        -- Small named values (the reference bridge's KV keys, e.g. deviceConfig.<phone>).
+        -- `key <> ''` rather than length(key) > 0: SQLite's length() stops at a NUL character.
+        CREATE TABLE kv (
+            key TEXT PRIMARY KEY NOT NULL CHECK (typeof(key) = 'text' AND key <> ''),
+            value TEXT NOT NULL CHECK (typeof(value) = 'text'),
+            updated_at INTEGER NOT NULL CHECK (typeof(updated_at) = 'integer')
+        ) WITHOUT ROWID;
+
+        -- The bridge's Nostr identity: one row, the 32-byte secp256k1 secret key.
+        CREATE TABLE identity (
+            id INTEGER PRIMARY KEY CHECK (id = 1),
+            secret_key BLOB NOT NULL
+                CHECK (typeof(secret_key) = 'blob' AND length(secret_key) = 32),
+            created_at INTEGER NOT NULL CHECK (typeof(created_at) = 'integer')
+        );
+        """,
+    ),
+    Migration(
+        2,
+        "daemon state",
+        """
+        -- Paired phones; identity is the pubkey (the event author), never a payload claim.
+        CREATE TABLE phones (
+            pubkey TEXT PRIMARY KEY NOT NULL CHECK (length(pubkey) = 64),
+            npub TEXT NOT NULL,
+            label TEXT NOT NULL,
+            paired_at TEXT NOT NULL
+        ) WITHOUT ROWID;
+
+        -- Every command event id the bridge has processed, kept until relays drop the event.
+        CREATE TABLE processed (
+            event_id TEXT PRIMARY KEY NOT NULL CHECK (length(event_id) = 64),
+            created_at INTEGER NOT NULL CHECK (typeof(created_at) = 'integer')
+        ) WITHOUT ROWID;
+        CREATE INDEX processed_by_age ON processed (created_at);
+
+        -- The session registry: one JSON record per session (fields of engine SessionRecord).
+        CREATE TABLE sessions (
+            session_id TEXT PRIMARY KEY NOT NULL CHECK (session_id <> ''),
+            record TEXT NOT NULL CHECK (typeof(record) = 'text')
+        ) WITHOUT ROWID;
+
+        -- Closed session ids the heartbeat still announces (at most 100, oldest first).
+        CREATE TABLE tombstones (
+            position INTEGER PRIMARY KEY AUTOINCREMENT,
+            session_id TEXT NOT NULL UNIQUE
+        );
+
+        -- Transcript lines under the seq assigned at append; never renumbered.
+        CREATE TABLE transcripts (
+            session_id TEXT NOT NULL,
+            seq INTEGER NOT NULL CHECK (typeof(seq) = 'integer' AND seq >= 1),
+            entry TEXT NOT NULL,
+            PRIMARY KEY (session_id, seq)
+        ) WITHOUT ROWID;
+
+        -- Accepted inputs on their way to a runner; rowid keeps arrival order.
+        CREATE TABLE inbox (
+            uid TEXT NOT NULL UNIQUE,
+            session_id TEXT NOT NULL,
+            text TEXT NOT NULL,
+            input_id TEXT,
+            state TEXT NOT NULL CHECK (state IN ('pending', 'sent')),
+            created_at INTEGER NOT NULL
+        );
+        CREATE INDEX inbox_by_session ON inbox (session_id, state);
+
+        -- Signed events of durable replies not yet accepted by any relay.
+        CREATE TABLE outbox (
+            event_id TEXT NOT NULL UNIQUE,
+            event TEXT NOT NULL,
+            expires_at INTEGER,
+            queued_at INTEGER NOT NULL
+        );
+        """,
+    ),
+    Migration(
+        3,
+        "permission decisions",
+        """
+        -- The permission gate's audit log, append-only: one row per decision (auto-allow, card
+        -- shown, phone answer, block), read by `codedeck-bridge decisions` (store.decisions).
+        -- `at` is ISO 8601 UTC; `reasons` a JSON list of reason labels (e.g. ["rm_rf"]); `detail`
+        -- a short human description. No secrets: the gate writes labels, never tool input.
+        CREATE TABLE decisions (
+            id INTEGER PRIMARY KEY,
+            at TEXT NOT NULL CHECK (typeof(at) = 'text'),
+            session_id TEXT NOT NULL CHECK (typeof(session_id) = 'text'),
+            tool TEXT NOT NULL CHECK (typeof(tool) = 'text'),
+            outcome TEXT NOT NULL CHECK (typeof(outcome) = 'text' AND outcome <> ''),
+            reasons TEXT NOT NULL DEFAULT '[]' CHECK (typeof(reasons) = 'text'),
+            detail TEXT
+        );
+        CREATE INDEX decisions_by_session ON decisions (session_id, id);
+        """,
+    ),
+)

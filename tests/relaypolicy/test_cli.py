@@ -1,0 +1,244 @@
+"""``codedeck-relaypolicy``: subcommands, exit codes, one-line errors, no tracebacks."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+from bridge.nostr.keys import Keypair
+from relaypolicy.cli import REGISTRY_ENV, build_parser, main
+from store.registry import RegistryStore
+from tests.support.strfry_plugin_policy import REPO_ROOT
+
+BRIDGE = Keypair.generate()
+PHONE = Keypair.generate()
+
+
+def run(argv: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str, str]:
+    status = main(argv)
+    captured = capsys.readouterr()
+    return status, captured.out, captured.err
+
+
+def test_register_list_unregister(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    registry = str(tmp_path / "registry.db")
+    status, out, _ = run(
+        ["register", BRIDGE.npub, "--label", "laptop", "--registry", registry], capsys
+    )
+    assert status == 0
+    assert out == f"registered: {BRIDGE.npub} ({BRIDGE.public_hex})\n"
+    status, out, _ = run(["register", BRIDGE.public_hex.upper(), "--registry", registry], capsys)
+    assert (status, out) == (0, f"already registered: {BRIDGE.npub} ({BRIDGE.public_hex})\n")
+    run(["register", PHONE.public_hex, "--registry", registry], capsys)
+
+    status, out, err = run(["list", "--registry", registry], capsys)
+    assert status == 0
+    lines = {line[:64]: line for line in out.splitlines()}  # same second: any order
+    assert set(lines) == {BRIDGE.public_hex, PHONE.public_hex}
+    assert lines[BRIDGE.public_hex].endswith("  laptop")
+    assert err == "2 registered\n"
+
+    status, out, _ = run(["list", "--json", "--registry", registry], capsys)
+    records = sorted((json.loads(line) for line in out.splitlines()), key=lambda r: r["label"])
+    assert records[1] == {
+        "pubkey": BRIDGE.public_hex,
+        "npub": BRIDGE.npub,
+        "label": "laptop",
+        "registered_at": records[1]["registered_at"],
+        "pairing_until": None,
+    }
+
+    status, out, _ = run(["unregister", BRIDGE.npub, "--registry", registry], capsys)
+    assert (status, out) == (0, f"unregistered: {BRIDGE.npub} ({BRIDGE.public_hex})\n")
+    status, out, _ = run(["unregister", BRIDGE.npub, "--registry", registry], capsys)
+    assert (status, out) == (0, f"was not registered: {BRIDGE.npub} ({BRIDGE.public_hex})\n")
+    with RegistryStore.open(registry) as store:
+        assert [row.pubkey for row in store.registrations()] == [PHONE.public_hex]
+
+
+def test_list_shows_open_pairing_windows(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    registry = tmp_path / "registry.db"
+    with RegistryStore.open(registry) as store:
+        store.register(BRIDGE.public_hex, now=1)
+        store.set_pairing_window(BRIDGE.public_hex, int(time.time()) + 600, now=int(time.time()))
+    status, out, _ = run(["list", "--registry", str(registry)], capsys)
+    assert status == 0 and "pairing until" in out
+
+
+def test_registry_from_the_environment(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv(REGISTRY_ENV, str(tmp_path / "env.db"))
+    status, _, _ = run(["register", PHONE.public_hex], capsys)
+    assert status == 0
+    assert (tmp_path / "env.db").exists()
+
+
+@pytest.mark.parametrize(
+    "value",
+    ["nope", "ab" * 31, PHONE.nsec, "npub1qqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqq"],
+)
+def test_bad_pubkeys_are_usage_errors(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], value: str
+) -> None:
+    status, out, err = run(["register", value, "--registry", str(tmp_path / "r.db")], capsys)
+    assert status == 2
+    assert out == ""
+    assert err.startswith("codedeck-relaypolicy: error: invalid pubkey")
+    assert err.count("\n") == 1
+    assert PHONE.nsec not in err  # a secret pasted by mistake is not echoed back
+
+
+def test_unusable_registry_is_a_failure(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    garbage = tmp_path / "garbage.db"
+    garbage.write_bytes(b"x" * 200)
+    status, out, err = run(["list", "--registry", str(garbage)], capsys)
+    assert status == 1
+    assert out == ""
+    assert err.startswith("codedeck-relaypolicy: ") and "not a valid SQLite database" in err
+    assert err.count("\n") == 1
+
+
+def test_missing_arguments_are_usage_errors(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as caught:
+        main(["register", PHONE.public_hex])
+    assert caught.value.code == 2
+    assert "--registry" in capsys.readouterr().err
+    with pytest.raises(SystemExit) as caught:
+        main([])
+    assert caught.value.code == 2
+
+
+def test_plugin_with_a_broken_config_fails(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    config = tmp_path / "bad.toml"
+    config.write_text("[rate_limits.nope]\n")
+    status, _, err = run(
+        ["plugin", "--registry", str(tmp_path / "r.db"), "--config", str(config)], capsys
+    )
+    assert status == 1
+    assert "unknown limit(s) nope" in err.splitlines()[-1]
+
+
+def test_help_mentions_every_subcommand() -> None:
+    text = build_parser().format_help()
+    for command in ("plugin", "register", "unregister", "list", "serve-admin"):
+        assert command in text
+
+
+def _env() -> dict[str, str]:
+    return {**os.environ, "PYTHONPATH": str(REPO_ROOT)}
+
+
+def test_python_dash_m_help() -> None:
+    result = subprocess.run(
+        [sys.executable, "-m", "relaypolicy", "plugin", "--help"],
+        capture_output=True,
+        text=True,
+        env=_env(),
+        timeout=30,
+        check=False,
+    )
+    assert result.returncode == 0
+    assert "--registry" in result.stdout and "--config" in result.stdout
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def test_serve_admin_runs_until_sigterm(tmp_path: Path) -> None:
+    token = tmp_path / "token"
+    token.write_text("a-long-enough-admin-token\n")
+    token.chmod(0o600)
+    port = _free_port()
+    process = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "relaypolicy",
+            "serve-admin",
+            "--registry",
+            str(tmp_path / "r.db"),
+            "--token-file",
+            str(token),
+            "--bind",
+            f"127.0.0.1:{port}",
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env=_env(),
+    )
+    try:
+        deadline = time.monotonic() + 30
+        while True:
+            try:
+                with urllib.request.urlopen(f"http://127.0.0.1:{port}/api/health", timeout=2) as r:
+                    assert json.load(r) == {"status": "ok"}
+                    break
+            except OSError:
+                assert process.poll() is None, process.stderr.read() if process.stderr else ""
+                assert time.monotonic() < deadline, "serve-admin did not come up"
+                time.sleep(0.05)
+        process.send_signal(signal.SIGTERM)
+        out, err = process.communicate(timeout=30)
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait()
+    assert process.returncode == 0
+    assert out == b""
+    assert b"a-long-enough-admin-token" not in err
+    assert b"admin API listening on" in err
+
+
+@pytest.mark.parametrize(
+    ("mode", "bind", "status", "message"),
+    [
+        (0o644, "127.0.0.1:0", 1, "chmod 600"),
+        (0o600, "nonsense", 2, "--bind must be HOST:PORT"),
+    ],
+)
+def test_serve_admin_refuses_to_start(
+    tmp_path: Path, mode: int, bind: str, status: int, message: str
+) -> None:
+    token = tmp_path / "token"
+    token.write_text("a-long-enough-admin-token\n")
+    token.chmod(mode)
+    result = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "relaypolicy",
+            "serve-admin",
+            "--registry",
+            str(tmp_path / "r.db"),
+            "--token-file",
+            str(token),
+            "--bind",
+            bind,
+        ],
+        capture_output=True,
+        text=True,
+        env=_env(),
+        timeout=30,
+        check=False,
+    )
+    assert result.returncode == status
+    assert message in result.stderr
+    assert "Traceback" not in result.stderr
+    assert result.stderr.strip().count("\n") == 0

@@ -1,0 +1,147 @@
+"""``codedeck-bridge run`` as a subprocess for integration tests, and its control client.
+
+The daemon runs exactly as a user runs it (``python -m bridge run``), against relays the test
+started on 127.0.0.1, with the scripted agent (its log under ``<home>/scripted`` tells how
+many times each input reached the agent). Tests can stop it cleanly (SIGTERM), kill it
+(``kill -9``) and start it again on the same home.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import sqlite3
+import subprocess
+import sys
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from types import TracebackType
+from typing import Any
+
+from bridge.agents.scripted import count_executions
+from bridge.control.client import ControlClient
+from bridge.nostr.keys import Keypair
+
+__all__ = ["DaemonProcess"]
+
+REPO = Path(__file__).resolve().parents[2]
+READY_MARK = " serving "
+
+
+class DaemonProcess:
+    """One daemon home; :meth:`start` / :meth:`stop` / :meth:`kill` any number of times."""
+
+    def __init__(
+        self,
+        home: Path,
+        relays: Sequence[str],
+        workspace: Path,
+        *,
+        machine: str = "testbox",
+        extra_args: Sequence[str] = (),
+        env: dict[str, str] | None = None,
+    ) -> None:
+        self.home = home
+        self.relays = list(relays)
+        self.workspace = workspace
+        self.machine = machine
+        self.extra_args = list(extra_args)
+        self.env = env or {}
+        self.proc: subprocess.Popen[str] | None = None
+        self.logs: list[str] = []
+        self._log_path = home.parent / f"{home.name}.log"
+
+    @property
+    def log_text(self) -> str:
+        return self._log_path.read_text() if self._log_path.exists() else ""
+
+    def command(self) -> list[str]:
+        args = [sys.executable, "-m", "bridge", "run", "--home", str(self.home)]
+        for url in self.relays:
+            args += ["--relay", url]
+        args += ["--workspace", str(self.workspace), "--machine-name", self.machine]
+        return args + self.extra_args
+
+    async def start(self, timeout: float = 60.0) -> None:
+        env = dict(os.environ)
+        env.update(self.env)
+        env["PYTHONPATH"] = str(REPO)
+        env.pop("CODEDECK_HOME", None)
+        env.pop("NOTIFY_SOCKET", None)
+        log = self._log_path.open("a")
+        offset = self._log_path.stat().st_size
+        self.proc = subprocess.Popen(
+            self.command(), stderr=log, stdout=subprocess.DEVNULL, env=env, cwd=REPO, text=True
+        )
+        log.close()
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            text = self._log_path.read_text()[offset:]
+            if READY_MARK in text:
+                return
+            if self.proc.poll() is not None:
+                raise AssertionError(f"daemon exited with {self.proc.returncode}:\n{text}")
+            await asyncio.sleep(0.05)
+        self.kill()
+        raise AssertionError("daemon did not become ready:\n" + self.log_text[offset:])
+
+    async def stop(self, timeout: float = 30.0) -> int:
+        """SIGTERM and wait; returns the exit status."""
+        assert self.proc is not None
+        self.proc.send_signal(signal.SIGTERM)
+        return await asyncio.to_thread(self.proc.wait, timeout)
+
+    def kill(self) -> None:
+        """``kill -9``: no shutdown of any kind."""
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait(10)
+
+    @property
+    def running(self) -> bool:
+        return self.proc is not None and self.proc.poll() is None
+
+    async def client(self) -> ControlClient:
+        return await ControlClient.connect(self.home)
+
+    async def call(self, method: str, **params: Any) -> Any:
+        client = await self.client()
+        try:
+            return await client.call(method, params)
+        finally:
+            await client.close()
+
+    def keypair(self) -> Keypair:
+        with sqlite3.connect(self.home / "bridge.db") as conn:
+            (secret,) = conn.execute("SELECT secret_key FROM identity").fetchone()
+        return Keypair.from_secret(bytes(secret))
+
+    def executions(self) -> dict[str, int]:
+        """uid → how many times the scripted agent received it (across restarts)."""
+        return count_executions(self.home / "scripted")
+
+    def transcript(self, session_id: str) -> dict[int, str]:
+        with sqlite3.connect(self.home / "bridge.db") as conn:
+            rows = conn.execute(
+                "SELECT seq, entry FROM transcripts WHERE session_id = ? ORDER BY seq",
+                (session_id,),
+            ).fetchall()
+        return {int(seq): str(entry) for seq, entry in rows}
+
+    async def __aenter__(self) -> DaemonProcess:
+        await self.start()
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        if self.running:
+            try:
+                await self.stop()
+            except subprocess.TimeoutExpired:
+                self.kill()

@@ -1,0 +1,143 @@
+"""The architecture's rules, checked: sans-I/O modules import no I/O, dependencies point one way,
+every module declares ``__all__`` and the packages re-export their modules' names."""
+
+from __future__ import annotations
+
+import ast
+import importlib
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+
+# Modules that must stay pure: no clock, randomness, logging, sockets or event loop.
+PURE_DIRS = ["bridge/protocol", "bridge/engine", "bridge/nostr", "relaypolicy/policies"]
+IO_MODULES_ALLOWED = {"bridge/nostr/relay.py", "bridge/nostr/pool.py"}  # the Nostr I/O layer
+FORBIDDEN = {
+    "asyncio",
+    "websockets",
+    "aiosqlite",
+    "aiohttp",
+    "socket",
+    "time",
+    "random",
+    "secrets",
+    "logging",
+    "subprocess",
+    "sqlite3",
+}
+
+# Dependencies point one way: protocol ← nostr ← engine ← runtime → agents/store.
+LAYER_RULES = {
+    "bridge/protocol": {"bridge", "store", "relaypolicy"},  # imports nothing of the project
+    "bridge/nostr": {
+        "bridge.engine",
+        "bridge.runtime",
+        "bridge.agents",
+        "bridge.control",
+        "store",
+        "relaypolicy",
+    },
+    "bridge/engine": {
+        "bridge.runtime",
+        "bridge.agents",
+        "bridge.control",
+        "bridge.cli",
+        "store",
+        "relaypolicy",
+    },
+    "store": {"bridge", "relaypolicy"},
+}
+ALLOWED_EXCEPTIONS = {
+    "bridge/protocol": {"bridge.protocol"},
+    "bridge/nostr": {"bridge.protocol.kinds"},
+}
+
+
+def python_files(directory: str) -> list[Path]:
+    return sorted((REPO / directory).rglob("*.py"))
+
+
+def imported_modules(path: Path) -> list[str]:
+    tree = ast.parse(path.read_text(), filename=str(path))
+    names = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            names += [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            names.append(node.module)
+    return names
+
+
+def uses_os_environ(path: Path) -> bool:
+    tree = ast.parse(path.read_text())
+    return any(
+        isinstance(node, ast.Attribute)
+        and node.attr in ("environ", "getenv")
+        and isinstance(node.value, ast.Name)
+        and node.value.id == "os"
+        for node in ast.walk(tree)
+    )
+
+
+PURE_FILES = [
+    p
+    for d in PURE_DIRS
+    for p in python_files(d)
+    if str(p.relative_to(REPO)) not in IO_MODULES_ALLOWED
+]
+
+
+@pytest.mark.parametrize("path", PURE_FILES, ids=lambda p: str(p.relative_to(REPO)))
+def test_pure_modules_import_no_io(path: Path) -> None:
+    bad = sorted({m for m in imported_modules(path) if m.split(".")[0] in FORBIDDEN})
+    assert bad == [], f"{path.relative_to(REPO)} imports {bad}"
+    assert not uses_os_environ(path), f"{path.relative_to(REPO)} reads the environment"
+
+
+LAYERED = [(d, p) for d in LAYER_RULES for p in python_files(d)]
+
+
+@pytest.mark.parametrize(
+    ("layer", "path"), LAYERED, ids=lambda v: str(v.relative_to(REPO)) if isinstance(v, Path) else v
+)
+def test_dependencies_point_one_way(layer: str, path: Path) -> None:
+    forbidden = LAYER_RULES[layer]
+    allowed = ALLOWED_EXCEPTIONS.get(layer, set())
+    for module in imported_modules(path):
+        if any(module == a or module.startswith(a + ".") for a in allowed):
+            continue
+        hit = [f for f in forbidden if module == f or module.startswith(f + ".")]
+        assert not hit, f"{path.relative_to(REPO)} imports {module} (layer {layer} must not)"
+
+
+ALL_MODULES = [
+    p
+    for d in ("bridge", "relaypolicy", "store")
+    for p in python_files(d)
+    if p.name != "__main__.py"
+]
+
+
+@pytest.mark.parametrize("path", ALL_MODULES, ids=lambda p: str(p.relative_to(REPO)))
+def test_every_module_declares_all(path: Path) -> None:
+    module_name = ".".join(path.relative_to(REPO).with_suffix("").parts).removesuffix(".__init__")
+    module = importlib.import_module(module_name)
+    assert hasattr(module, "__all__"), f"{module_name} has no __all__"
+    missing = [name for name in module.__all__ if not hasattr(module, name)]
+    assert missing == [], f"{module_name}.__all__ names missing objects: {missing}"
+
+
+@pytest.mark.parametrize(
+    ("package", "modules"),
+    [
+        ("bridge.nostr", ["keys", "event", "nip44", "messages", "filters", "backoff", "nip42"]),
+    ],
+)
+def test_package_reexports_its_pure_modules(package: str, modules: list[str]) -> None:
+    exported = set(importlib.import_module(package).__all__)
+    union = set()
+    for name in modules:
+        union |= set(importlib.import_module(f"{package}.{name}").__all__)
+    assert exported == union
