@@ -14,7 +14,8 @@ for entries (the runner enforces the first two):
 Version 2 holds the daemon's state (see `store.bridge_state`): phones, processed command ids,
 sessions and tombstones, transcripts `(session_id, seq)`, the inbox of accepted inputs and the
 outbox of durable replies. Version 3 adds `decisions`, the permission gate's audit log
-(`store.decisions`). Planned next: provider_profiles, credentials.
+(`store.decisions`). Version 4 adds the secrets set from phones, `provider_profiles` and
+`credentials` (`store.secrets`), and `device_config` per phone (`store.device_config`).
 """
 
 from __future__ import annotations
@@ -124,6 +125,35 @@ BRIDGE_MIGRATIONS: Final[tuple[Migration, ...]] = (
             detail TEXT
         );
         CREATE INDEX decisions_by_session ON decisions (session_id, id);
+        """,
+    ),
+    Migration(
+        4,
+        "provider profiles, credentials, device config",
+        """
+        -- Custom provider profiles (CDX-062), one JSON record per profile id, auth token
+        -- included (secret: it never leaves the bridge). See store.secrets.
+        CREATE TABLE provider_profiles (
+            id TEXT PRIMARY KEY NOT NULL CHECK (typeof(id) = 'text' AND id <> ''),
+            record TEXT NOT NULL CHECK (typeof(record) = 'text'),
+            updated_at INTEGER NOT NULL CHECK (typeof(updated_at) = 'integer')
+        ) WITHOUT ROWID;
+
+        -- Credentials set from a phone (anthropicApiKey, githubPat); secret. A cleared value
+        -- is a deleted row. See store.secrets.
+        CREATE TABLE credentials (
+            name TEXT PRIMARY KEY NOT NULL CHECK (typeof(name) = 'text' AND name <> ''),
+            value TEXT NOT NULL CHECK (typeof(value) = 'text'),
+            updated_at INTEGER NOT NULL CHECK (typeof(updated_at) = 'integer')
+        ) WITHOUT ROWID;
+
+        -- Each phone's device-testing configuration (JSON, transport-only fields stripped),
+        -- keyed by the phone's pubkey. See store.device_config.
+        CREATE TABLE device_config (
+            phone TEXT PRIMARY KEY NOT NULL CHECK (length(phone) = 64),
+            config TEXT NOT NULL CHECK (typeof(config) = 'text'),
+            updated_at INTEGER NOT NULL CHECK (typeof(updated_at) = 'integer')
+        ) WITHOUT ROWID;
         """,
     ),
 )

@@ -188,6 +188,8 @@ class Engine:
         self.folders: tuple[str, ...] = ()
         self.phone_caps: dict[str, tuple[str, ...]] = {}
         self._alive: set[str] = set()
+        self._dead: set[str] = set()
+        """Sessions whose runner ended for good (until a resume at the next boot)."""
         self._heartbeat_at = now
         self._dirty_since: float | None = None
         self._prune_at = now + PRUNE_INTERVAL
@@ -426,7 +428,9 @@ class Engine:
 
     def _on_input(self, command: InputCommand, now: float, marks: list[StoreOp]) -> list[Effect]:
         record = self.registry.get(command.sessionId)
-        if record is None or record.state == PENDING_STATE or command.sessionId not in self._alive:
+        # A listed session whose runner is (re)starting takes input: the inbox holds it until the
+        # runner reports ready. Only a runner that ended for good refuses it.
+        if record is None or record.state == PENDING_STATE or command.sessionId in self._dead:
             reason = "no-session" if record is None or record.state == PENDING_STATE else "error"
             failed = InputFailedMessage(
                 sessionId=command.sessionId, reason=reason, inputId=command.inputId
@@ -499,6 +503,7 @@ class Engine:
     def _on_close_session(self, session_id: str, now: float, marks: list[StoreOp]) -> list[Effect]:
         removed = self.registry.remove(session_id)
         self._alive.discard(session_id)
+        self._dead.discard(session_id)
         self.sync.abort_session(session_id)
         ops: list[StoreOp] = list(marks)
         follow: list[Effect] = []
@@ -628,6 +633,7 @@ class Engine:
         if record is None:
             return [CloseRunner(event.session_id)]
         self._alive.add(event.session_id)
+        self._dead.discard(event.session_id)
         changes: dict[str, object] = {}
         if event.sdk_session_id and event.sdk_session_id != record.sdk_session_id:
             changes["sdk_session_id"] = event.sdk_session_id
@@ -653,6 +659,7 @@ class Engine:
     def _on_agent_failed(self, event: AgentFailed, now: float) -> list[Effect]:
         record = self.registry.get(event.session_id)
         self._alive.discard(event.session_id)
+        self._dead.add(event.session_id)
         if record is None:
             return []
         if record.state == PENDING_STATE:
@@ -668,6 +675,7 @@ class Engine:
     def _on_agent_ended(self, event: AgentEnded, now: float) -> list[Effect]:
         record = self.registry.get(event.session_id)
         self._alive.discard(event.session_id)
+        self._dead.add(event.session_id)
         if record is None:
             return []
         return self._end(record, f"Session ended unexpectedly: {event.reason}", now)

@@ -583,3 +583,20 @@ def test_shutdown_publishes_everything_offline() -> None:
     message = final[0].message
     assert message.machineOffline is True  # type: ignore[union-attr]
     assert [s.state for s in message.sessions] == ["offline"]  # type: ignore[union-attr]
+
+
+def test_input_while_the_runner_resumes_waits_in_the_inbox() -> None:
+    from bridge.engine.effects import SessionRecord
+
+    engine = make_engine(sessions=[SessionRecord("s-1", "/ws", "t", "t", state="idle")])
+    engine.boot(NOW)  # resume started, not ready yet
+    effects = engine.handle(
+        command_event(InputCommand(sessionId="s-1", text="early", inputId="e")), NOW
+    )
+    assert published(effects) == [
+        ("input-ack", (PHONE.public_hex,)),
+        ("output", (PHONE.public_hex,)),
+    ]
+    assert AddInbox in commit_ops(effects)
+    ready = engine.handle(AgentReady("s-1", "sdk", "m"), NOW + 1)
+    assert SendToRunner("s-1") in ready  # the inbox is flushed once the runner is up

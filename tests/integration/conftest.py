@@ -20,7 +20,9 @@ def workspace(tmp_path: Path) -> Path:
 
 
 @pytest.fixture
-async def daemon(relay: LoopbackRelay, tmp_path: Path, workspace: Path) -> AsyncIterator[DaemonProcess]:
+async def daemon(
+    relay: LoopbackRelay, tmp_path: Path, workspace: Path
+) -> AsyncIterator[DaemonProcess]:
     async with DaemonProcess(tmp_path / "home", [relay.url], workspace) as running:
         yield running
     running.kill()

@@ -60,7 +60,9 @@ async def test_bad_token_is_refused_and_the_budget_caps_answers(
 
 async def test_window_closed_for_a_paired_phone(phone: PhoneSimulator) -> None:
     mark = phone.mark()
-    request = PairRequestCommand(npub=phone.npub, pubkeyHex=phone.pubkey, label="again", token="0" * 32)
+    request = PairRequestCommand(
+        npub=phone.npub, pubkeyHex=phone.pubkey, label="again", token="0" * 32
+    )
     await phone.send(request)
     nack = await phone.wait_for("pair-ack", after=mark)
     assert nack.message.ok is False and nack.message.reason == "window-closed"

@@ -65,7 +65,9 @@ async def test_refresh_interrupt_and_folders(
     session = await create_session(phone)
     mark = phone.mark()
     await phone.send(InputCommand(sessionId=session, text="slow 30"))
-    await phone.wait_for("sessions", lambda m: any(s.state == "running" for s in m.sessions), after=mark)
+    await phone.wait_for(
+        "sessions", lambda m: any(s.state == "running" for s in m.sessions), after=mark
+    )
     await phone.send(InterruptCommand(sessionId=session))
     await phone.wait_for("output", lambda m: m.entry.content == "Interrupted", after=mark)
 
@@ -73,7 +75,9 @@ async def test_refresh_interrupt_and_folders(
     await phone.send(CreateFolderCommand(path="new-app", requestId="r1"))
     ack = await phone.wait_for("folder-ack", after=mark)
     assert ack.message.success and ack.message.path == "new-app"
-    await phone.wait_for("sessions", lambda m: "new-app" in (m.folders or []), after=mark, timeout=20)
+    await phone.wait_for(
+        "sessions", lambda m: "new-app" in (m.folders or []), after=mark, timeout=20
+    )
 
     mark = phone.mark()
     await phone.send(RefreshSessionsCommand())

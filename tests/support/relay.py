@@ -72,6 +72,7 @@ __all__ = [
     "LoopbackRelay",
     "ScriptedRelay",
     "SilentPolicy",
+    "TcpProxy",
     "WritePolicyHook",
 ]
 
@@ -159,6 +160,73 @@ class _PolicyAdapter(nostr_sdk.WritePolicy):  # type: ignore[misc]
         return len(self._pending)
 
 
+class TcpProxy:
+    """A byte-for-byte TCP forwarder on 127.0.0.1 whose connections a test can cut for sure.
+
+    Why: ``LocalRelay.shutdown()`` can miss a connection handler (module docstring), which then
+    keeps serving a client after a "restart" — the client never notices the outage. Behind
+    this proxy a stop really ends every connection, like a crashed relay or a dead network.
+    """
+
+    def __init__(self, port: int | None = None) -> None:
+        self.port = port
+        self.target: int | None = None
+        self._server: asyncio.Server | None = None
+        self._links: set[asyncio.Task[None]] = set()
+
+    async def open(self, target: int) -> None:
+        """Accept on the (kept) public port and forward to `target`."""
+        self.target = target
+        if self._server is not None:
+            return
+        deadline = asyncio.get_running_loop().time() + _BIND_RETRY_SECONDS
+        while True:
+            try:
+                self._server = await asyncio.start_server(self._link, "127.0.0.1", self.port or 0)
+                break
+            except OSError:
+                if self.port is None or asyncio.get_running_loop().time() > deadline:
+                    raise
+                await asyncio.sleep(0.05)
+        self.port = self._server.sockets[0].getsockname()[1]
+
+    async def cut(self) -> None:
+        """Stop accepting and drop every forwarded connection at once."""
+        if self._server is not None:
+            self._server.close()
+            self._server = None
+        links = list(self._links)
+        for task in links:
+            task.cancel()
+        await asyncio.gather(*links, return_exceptions=True)
+
+    async def _link(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        task = asyncio.current_task()
+        assert task is not None
+        self._links.add(task)
+        upstream_writer: asyncio.StreamWriter | None = None
+        try:
+            assert self.target is not None
+            upstream_reader, upstream_writer = await asyncio.open_connection(
+                "127.0.0.1", self.target
+            )
+
+            async def pump(src: asyncio.StreamReader, dst: asyncio.StreamWriter) -> None:
+                while data := await src.read(65536):
+                    dst.write(data)
+                    await dst.drain()
+                dst.close()
+
+            await asyncio.gather(pump(reader, upstream_writer), pump(upstream_reader, writer))
+        except (OSError, asyncio.IncompleteReadError):
+            pass
+        finally:
+            for w in (writer, upstream_writer):
+                if w is not None:
+                    w.transport.abort()  # no FIN: the peer sees the connection die
+            self._links.discard(task)
+
+
 class LoopbackRelay:
     """A rust-nostr LocalRelay on 127.0.0.1 that a test can stop and restart on its port.
 
@@ -169,6 +237,9 @@ class LoopbackRelay:
         auth: require NIP-42 AUTH for ``"read"``, ``"write"`` or ``"both"``; ``None`` = open.
         lmdb_dir: keep events in an LMDB database there, across restarts.
         notes_per_minute / max_reqs: per-connection rate limits (defaults far above tests').
+        proxied: serve through a :class:`TcpProxy` on the public port, so that :meth:`stop`
+            ends every client connection for sure (use it for restart / outage tests; NIP-42
+            AUTH does not work through it, as the relay checks its own URL in the AUTH event).
     """
 
     def __init__(
@@ -181,6 +252,7 @@ class LoopbackRelay:
         lmdb_dir: Path | str | None = None,
         notes_per_minute: int = 100_000,
         max_reqs: int = 10_000,
+        proxied: bool = False,
     ) -> None:
         modes = {
             "read": nostr_sdk.LocalRelayBuilderNip42Mode.READ,
@@ -198,6 +270,8 @@ class LoopbackRelay:
         self._rate_limit = nostr_sdk.RateLimit(max_reqs=max_reqs, notes_per_minute=notes_per_minute)
         self._relay: Any = None
         self._adapter: _PolicyAdapter | None = None
+        self._proxy = TcpProxy(port) if proxied else None
+        self._inner_port: int | None = None
 
     def __repr__(self) -> str:
         return f"<LoopbackRelay port={self.port} running={self.running}>"
@@ -232,12 +306,17 @@ class LoopbackRelay:
                     raise
                 await asyncio.sleep(0.05)
         url = str(await relay.url())
-        self.port = int(url.rsplit(":", 1)[1].rstrip("/"))
+        self._inner_port = int(url.rsplit(":", 1)[1].rstrip("/"))
         self._relay = relay
+        if self._proxy is None:
+            self.port = self._inner_port
+        else:
+            await self._proxy.open(self._inner_port)
+            self.port = self._proxy.port
 
     def _build(self) -> Any:
         builder = nostr_sdk.LocalRelayBuilder().addr("127.0.0.1").rate_limit(self._rate_limit)
-        if self.port is not None:
+        if self.port is not None and self._proxy is None:
             builder = builder.port(self.port)
         if self._database is not None:
             builder = builder.database(self._database)
@@ -261,10 +340,12 @@ class LoopbackRelay:
         loop = asyncio.get_running_loop()
         deadline = loop.time() + _STOP_WAIT_SECONDS
         try:
-            assert self.port is not None
+            if self._proxy is not None:
+                await self._proxy.cut()
+            assert self._inner_port is not None
             # LocalRelay's shutdown races (see the module docstring): the product's helper.
-            if not await shutdown_local_relay(relay, "127.0.0.1", self.port):
-                raise RuntimeError(f"test relay on port {self.port} still accepts")
+            if not await shutdown_local_relay(relay, "127.0.0.1", self._inner_port):
+                raise RuntimeError(f"test relay on port {self._inner_port} still accepts")
         finally:
             adapter = self._adapter
             if adapter is not None:
