@@ -1,5 +1,14 @@
 """The ``codedeck-bridge`` command line.
 
+Commands: ``run`` (the daemon); ``status``, ``pair``, ``phones``, ``unpair`` and ``sessions``
+(through the running daemon's control socket); ``decisions``, ``config show`` and ``keys show``
+(offline: they read the configuration and the database read-only, daemon running or not);
+``doctor`` (checks with a fix for each failure); ``service install|uninstall|show`` (systemd).
+
+``decisions`` reads the database directly rather than through the daemon: the audit log must be
+readable while the daemon is stopped (after an incident, say), and WAL lets it read a running
+daemon's committed rows without disturbing it, so one path serves both cases.
+
 User errors (a bad flag, an invalid setting, a second daemon on the same home) are reported in
 one line on stderr with what to do, and exit with a status scripts can rely on:
 
@@ -15,20 +24,31 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import faulthandler
+import json
 import logging
 import os
 import sys
 from collections.abc import Sequence
+from pathlib import Path
+from typing import Any, TextIO
 
 from bridge import __version__
-from bridge.config import ConfigError, load_settings
+from bridge.config import ConfigError, Settings, default_home, describe, load_settings
+from bridge.control.client import ControlClient, ControlError, DaemonNotRunning, not_running_message
 from bridge.control.commands import CONTROL_COMMANDS, add_control_commands, run_control_command
+from bridge.control.render import safe_text
+from bridge.doctor.command import add_doctor_command, run_doctor_command
+from bridge.logs import LOG_FORMATS, configure_logging
+from bridge.service import add_service_commands, run_service_command
 
 __all__ = ["EXIT_FAILURE", "EXIT_OK", "EXIT_USAGE", "build_parser", "main"]
 
 EXIT_OK = 0
 EXIT_FAILURE = 1
 EXIT_USAGE = 2
+EXIT_INTERRUPTED = 130
+DEFAULT_DECISIONS = 50
 
 log = logging.getLogger("bridge")
 
@@ -93,23 +113,32 @@ def build_parser() -> argparse.ArgumentParser:
         choices=["DEBUG", "INFO", "WARNING", "ERROR"],
         help="log verbosity (default INFO)",
     )
+    run.add_argument(
+        "--log-format",
+        default=os.environ.get("CODEDECK_LOG_FORMAT", "auto"),
+        choices=LOG_FORMATS,
+        help="log lines as text or JSON; auto (the default) is text on a terminal, JSON otherwise",
+    )
     add_control_commands(sub)
+    _add_ops_commands(sub)
+    add_doctor_command(sub)
+    add_service_commands(sub)
     return parser
 
 
-def _configure_logging(level: str) -> None:
-    logging.basicConfig(
-        level=getattr(logging, level),
-        format="%(asctime)s %(levelname)-7s %(name)s: %(message)s",
-        stream=sys.stderr,
-    )
+def _configure_logging(level: str, fmt: str = "auto") -> None:
+    configure_logging(level, fmt, stream=sys.stderr)
+    # A hang that the systemd watchdog ends with SIGABRT leaves every thread's Python stack in
+    # the journal, which is how a blocked event loop gets diagnosed.
+    if not faulthandler.is_enabled():
+        faulthandler.enable(file=sys.stderr)
 
 
 def _cmd_run(args: argparse.Namespace) -> int:
     from bridge.runtime.daemon import DaemonError, run_daemon
     from store.errors import StoreError
 
-    _configure_logging(args.log_level)
+    _configure_logging(args.log_level, args.log_format)
     try:
         settings = load_settings(
             flags={
@@ -143,8 +172,314 @@ def main(argv: Sequence[str] | None = None) -> int:
         return _cmd_run(args)
     if args.command in CONTROL_COMMANDS:
         return run_control_command(args)
+    commands = {
+        "sessions": _cmd_sessions,
+        "decisions": _cmd_decisions,
+        "config": _cmd_config,
+        "keys": _cmd_keys,
+        "doctor": run_doctor_command,
+        "service": run_service_command,
+    }
+    if args.command in commands:
+        try:
+            return commands[args.command](args)
+        except KeyboardInterrupt:
+            print("\nInterrupted.", file=sys.stderr)
+            return EXIT_INTERRUPTED
+        except BrokenPipeError:  # `codedeck-bridge decisions | head`
+            sys.stderr.close()
+            return EXIT_FAILURE
     parser.print_help(sys.stderr)
     return EXIT_USAGE
+
+
+# --- sessions, decisions, config show, keys show ---------------------------------------------------
+
+
+def _add_ops_commands(sub: Any) -> None:
+    sessions = sub.add_parser(
+        "sessions",
+        help="list the sessions of the running daemon",
+        description="List the running daemon's sessions with their state (via its control socket).",
+    )
+    _add_home(sessions)
+    sessions.add_argument("--json", action="store_true", help="print the sessions as a JSON array")
+
+    decisions = sub.add_parser(
+        "decisions",
+        help="show the permission gate's decisions (its audit log)",
+        description=(
+            "Show the permission gate's recent decisions, oldest first: when, which session and "
+            "tool, the outcome and its reasons. Reads the bridge database directly and "
+            "read-only, so it works whether or not the daemon runs."
+        ),
+    )
+    _add_home(decisions)
+    decisions.add_argument("--session", metavar="ID", help="only the decisions of this session")
+    decisions.add_argument(
+        "--limit",
+        type=int,
+        default=DEFAULT_DECISIONS,
+        metavar="N",
+        help=f"show the N most recent decisions (default {DEFAULT_DECISIONS})",
+    )
+    decisions.add_argument("--json", action="store_true", help="print the decisions as JSON")
+
+    config = sub.add_parser(
+        "config",
+        help="show the effective configuration",
+        description="Inspect the bridge's configuration (works with the daemon stopped).",
+    )
+    config_actions = config.add_subparsers(dest="config_action", metavar="ACTION", required=True)
+    show = config_actions.add_parser(
+        "show",
+        help="every setting, its value and where it came from (flag, env, file, default)",
+        description=(
+            "Show every setting with its value and origin (env CODEDECK_*, <home>/config.toml, "
+            "or default), as `codedeck-bridge run` would see it without flags. Secrets are "
+            "shown as set/unset only."
+        ),
+    )
+    _add_home(show)
+    show.add_argument("--json", action="store_true", help="print the settings as JSON")
+
+    keys = sub.add_parser(
+        "keys",
+        help="show the bridge's identity (npub)",
+        description="Inspect the bridge's Nostr identity (works with the daemon stopped).",
+    )
+    keys_actions = keys.add_subparsers(dest="keys_action", metavar="ACTION", required=True)
+    keys_show = keys_actions.add_parser(
+        "show",
+        help="print the bridge's npub (and, with --nsec, its secret key)",
+        description=(
+            "Print the bridge's public key (npub), read from the key file when one is "
+            "configured, else from the store. With --nsec, also the secret key: anyone who has it "
+            "can impersonate this bridge to your phones."
+        ),
+    )
+    _add_home(keys_show)
+    keys_show.add_argument(
+        "--nsec", action="store_true", help="also print the secret key (a warning goes to stderr)"
+    )
+    keys_show.add_argument("--json", action="store_true", help="print the keys as JSON")
+
+
+def _fail(message: str, code: int = EXIT_FAILURE) -> int:
+    print(f"codedeck-bridge: {message}", file=sys.stderr)
+    return code
+
+
+def _print_json(value: Any, out: TextIO | None = None) -> None:
+    (out or sys.stdout).write(json.dumps(value, indent=2, ensure_ascii=False) + "\n")
+
+
+def _settings(args: argparse.Namespace) -> Settings:
+    """The settings as `run` would load them without flags.
+
+    Raises:
+        ConfigError: an invalid setting, or a config file that cannot be read at all (e.g. the
+            home is a file), which `load_settings` lets through as an OSError.
+    """
+    try:
+        return load_settings(flags={"home": args.home}, env=os.environ)
+    except OSError as exc:
+        raise ConfigError(
+            f"cannot read the configuration under {args.home or default_home(os.environ)}: "
+            f"{exc.strerror or exc}; check --home"
+        ) from None
+
+
+def _home_of(args: argparse.Namespace) -> Path:
+    if args.home:
+        return Path(os.path.expanduser(args.home)).absolute()
+    return default_home(os.environ)
+
+
+def _cmd_sessions(args: argparse.Namespace) -> int:
+    home = _home_of(args)
+
+    async def call() -> Any:
+        async with await ControlClient.connect(home) as client:
+            return await client.sessions_list()
+
+    try:
+        sessions = asyncio.run(call())
+    except DaemonNotRunning as exc:
+        default = home == default_home(os.environ)
+        command = "codedeck-bridge run" if default else f"codedeck-bridge run --home {home}"
+        return _fail(
+            not_running_message(home, exc.socket_path, stale=exc.stale, run_command=command)
+        )
+    except ControlError as exc:
+        return _fail(str(exc))
+    if args.json:
+        _print_json(sessions)
+        return EXIT_OK
+    if not isinstance(sessions, list):
+        return _fail("the daemon's session list is malformed; update codedeck-bridge")
+    if not sessions:
+        print("No session. Start one from the CodeDeck app.")
+        return EXIT_OK
+    for session in sessions:
+        if not isinstance(session, dict):
+            continue
+        line = f"{safe_text(session.get('sessionId'))}  {safe_text(session.get('state'))}"
+        if session.get("title"):
+            line += f"  {safe_text(session.get('title'), limit=80)}"
+        if session.get("cwd"):
+            line += f"  in {safe_text(session.get('cwd'), limit=200)}"
+        print(line)
+    return EXIT_OK
+
+
+def _cmd_decisions(args: argparse.Namespace) -> int:
+    from store.decisions import MAX_LIMIT, read_decisions
+    from store.errors import StoreError
+    from store.readonly import NoDatabase, open_readonly
+
+    if not 1 <= args.limit <= MAX_LIMIT:
+        return _fail(f"--limit must be between 1 and {MAX_LIMIT}", EXIT_USAGE)
+    home = _home_of(args)
+    try:
+        with open_readonly(home) as db:
+            rows = read_decisions(db, args.session, args.limit)
+    except NoDatabase:
+        rows = []
+    except StoreError as exc:
+        return _fail(str(exc))
+    rows.reverse()  # oldest first, like a log
+    if args.json:
+        _print_json([row.as_json() for row in rows])
+        return EXIT_OK
+    if not rows:
+        scope = f" for session {safe_text(args.session)}" if args.session else ""
+        print(f"No permission decision recorded{scope}.")
+        return EXIT_OK
+    for row in rows:
+        reasons = ",".join(safe_text(r, limit=40) for r in row.reasons) or "-"
+        line = (
+            f"{safe_text(row.at)}  {safe_text(row.session_id, limit=40)}  "
+            f"{safe_text(row.tool, limit=40)}  {safe_text(row.outcome, limit=30)}  [{reasons}]"
+        )
+        if row.detail:
+            line += f"  {safe_text(row.detail, limit=160)}"
+        print(line)
+    return EXIT_OK
+
+
+def _secret_rows(settings: Settings) -> list[tuple[str, str, str]]:
+    """(name, "set"/"unset", where) for every secret the bridge may use; never their values."""
+    from bridge.doctor.local import CREDENTIAL_VARIABLES, SERVICE_ENV_FILE
+
+    rows = []
+    if settings.key_file is not None:
+        state = "set" if settings.key_file.is_file() else "unset (the file is missing)"
+        rows.append(("bridge key", state, f"key file {settings.key_file}"))
+    else:
+        rows.append(("bridge key", "kept in the store", str(settings.home / "bridge.db")))
+    service_env = settings.home / SERVICE_ENV_FILE
+    for name in (*CREDENTIAL_VARIABLES, "ANTHROPIC_BASE_URL"):
+        rows.append((name, "set" if os.environ.get(name) else "unset", "this environment"))
+    rows.append(
+        (
+            SERVICE_ENV_FILE,
+            "present" if service_env.is_file() else "absent",
+            f"{service_env} (the service's environment)",
+        )
+    )
+    return rows
+
+
+def _cmd_config(args: argparse.Namespace) -> int:
+    try:
+        settings = _settings(args)
+    except ConfigError as exc:
+        return _fail(str(exc), EXIT_USAGE)
+    rows = describe(settings)
+    secrets = _secret_rows(settings)
+    host = "service" if os.environ.get("INVOCATION_ID") else "cli"
+    if args.json:
+        _print_json(
+            {
+                "settings": [{"name": n, "value": v, "origin": o} for n, v, o in rows],
+                "secrets": [{"name": n, "state": s, "where": w} for n, s, w in secrets],
+                "host": host,
+                "configFile": str(settings.config_file),
+            }
+        )
+        return EXIT_OK
+    exists = "" if settings.config_file.exists() else " (not present: defaults apply)"
+    print(f"config file: {settings.config_file}{exists}")
+    width = max(len(n) for n, _, _ in (*rows, *secrets))
+    for name, value, origin in rows:
+        print(f"{name:<{width}}  {value}  [{origin}]")
+    print("secrets (set/unset only):")
+    for name, state, where in secrets:
+        print(f"{name:<{width}}  {state}  [{where}]")
+    return EXIT_OK
+
+
+def _cmd_keys(args: argparse.Namespace) -> int:
+    from bridge.nostr.keys import Keypair, NostrKeyError
+    from bridge.runtime.identity import IdentityError, read_key_file
+    from store.errors import StoreError
+    from store.readonly import NoDatabase, open_readonly
+
+    try:
+        settings = _settings(args)
+    except ConfigError as exc:
+        return _fail(str(exc), EXIT_USAGE)
+    if settings.key_file is not None:
+        try:
+            keypair = read_key_file(settings.key_file)
+        except IdentityError as exc:
+            return _fail(str(exc))
+        source = f"key file {settings.key_file}"
+    else:
+        try:
+            with open_readonly(settings.home) as db:
+                row = (
+                    db.fetchone("SELECT secret_key FROM identity WHERE id = 1")
+                    if db.has_table("identity")
+                    else None
+                )
+        except NoDatabase:
+            row = None
+        except StoreError as exc:
+            return _fail(f"cannot read the bridge identity: {exc}")
+        if row is None:
+            return _fail(
+                f"the bridge in {settings.home} has no identity yet; start it once "
+                "(`codedeck-bridge run`) to create one"
+            )
+        try:
+            keypair = Keypair.from_secret(bytes(row[0]))
+        except (NostrKeyError, TypeError):
+            return _fail(
+                f"{settings.home / 'bridge.db'} holds an invalid bridge key; restore the "
+                "database from a backup"
+            )
+        source = f"store {settings.home / 'bridge.db'}"
+    if args.nsec:
+        print(
+            "codedeck-bridge: WARNING: the nsec below is this bridge's secret key. Anyone who has "
+            "it can impersonate the bridge to your phones. Do not paste it into chats, issues or "
+            "logs.",
+            file=sys.stderr,
+        )
+    if args.json:
+        body = {"npub": keypair.npub, "pubkey": keypair.public_hex, "source": source}
+        if args.nsec:
+            body["nsec"] = keypair.nsec
+        _print_json(body)
+        return EXIT_OK
+    print(f"npub:   {keypair.npub}")
+    print(f"hex:    {keypair.public_hex}")
+    print(f"source: {source}")
+    if args.nsec:
+        print(f"nsec:   {keypair.nsec}")
+    return EXIT_OK
 
 
 if __name__ == "__main__":

@@ -131,6 +131,10 @@ def _read_config_file(path: Path) -> dict[str, Any]:
         return {}
     except PermissionError:
         raise ConfigError(f"{path}: cannot read the config file (permission denied)") from None
+    except OSError as exc:
+        raise ConfigError(
+            f"{path}: cannot read the config file ({exc.strerror or exc}); is --home a directory?"
+        ) from None
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError(f"{path}: not valid TOML ({exc}); fix or remove the file") from None
     unknown = sorted(set(data) - set(_ENV_NAMES))

@@ -4,6 +4,7 @@ Example (every key optional; these are the defaults)::
 
     # Longest NIP-40 lifetime a 4515/4516 may ask for, counted from the relay's receivedAt.
     max_command_expiry_seconds = 3600
+    clock_skew_seconds = 120
     # Rate-limit buckets kept in memory; the least recently used are forgotten beyond this.
     max_tracked_keys = 65536
 
@@ -83,6 +84,10 @@ class PolicyConfig:
     """Everything the rules can be tuned by. ``None`` for a limit means "not rate-limited"."""
 
     max_command_expiry_seconds: int = _HOUR
+    clock_skew_seconds: int = 120
+    """Slack on top of the expiry cap for a sender whose clock runs ahead of the relay's (the
+    cap is counted from the relay's ``receivedAt``; a phone two minutes fast would otherwise
+    have every command refused)."""
     max_tracked_keys: int = 65536
     group_message_per_ip: RateLimit | None = field(default_factory=lambda: RateLimit(20, 1.0))
     pairing_per_ip: RateLimit | None = field(default_factory=lambda: RateLimit(10, 0.2))
@@ -94,6 +99,9 @@ class PolicyConfig:
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
                 raise ConfigError(f"{name} must be an integer >= 1, got {value!r}")
+        skew = self.clock_skew_seconds
+        if isinstance(skew, bool) or not isinstance(skew, int) or not 0 <= skew <= 3600:
+            raise ConfigError(f"clock_skew_seconds must be an integer in 0..3600, got {skew!r}")
 
 
 DEFAULT_CONFIG: Final = PolicyConfig()
@@ -101,7 +109,9 @@ DEFAULT_CONFIG: Final = PolicyConfig()
 _LIMIT_NAMES: Final = tuple(
     f.name for f in fields(PolicyConfig) if f.name.endswith(("_per_ip", "_per_pubkey"))
 )
-_TOP_LEVEL: Final = frozenset({"max_command_expiry_seconds", "max_tracked_keys", "rate_limits"})
+_TOP_LEVEL: Final = frozenset(
+    {"max_command_expiry_seconds", "clock_skew_seconds", "max_tracked_keys", "rate_limits"}
+)
 
 
 def _parse_limit(name: str, raw: object, default: RateLimit | None) -> RateLimit | None:
@@ -143,7 +153,7 @@ def parse_config(raw: Mapping[str, Any]) -> PolicyConfig:
             f"(known: {', '.join(_LIMIT_NAMES)})"
         )
     values: dict[str, Any] = {}
-    for name in ("max_command_expiry_seconds", "max_tracked_keys"):
+    for name in ("max_command_expiry_seconds", "clock_skew_seconds", "max_tracked_keys"):
         if name in raw:
             values[name] = raw[name]
     for name in _LIMIT_NAMES:

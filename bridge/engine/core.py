@@ -23,6 +23,9 @@ import datetime as _dt
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
+from bridge.engine.accounts import Accounts
+from bridge.engine.attachments import Attachments
+from bridge.engine.credentials import Credentials
 from bridge.engine.effects import (
     AddInbox,
     AddTombstone,
@@ -42,6 +45,7 @@ from bridge.engine.effects import (
     PairedPhone,
     PruneProcessed,
     Publish,
+    ReadGsdState,
     Resubscribe,
     SavePhone,
     SaveSession,
@@ -60,15 +64,22 @@ from bridge.engine.inputs import (
     AgentReady,
     AgentStateChanged,
     CommandEventReceived,
+    CredentialsProbed,
     FolderCreated,
     FoldersScanned,
+    GsdStateRead,
+    ImageReceived,
+    ImageRefused,
+    ImageSaved,
     Input,
     PairingWindowRequested,
     PhonePairedManually,
     PhoneUnpaired,
+    ProviderProbed,
     RefreshRequested,
 )
 from bridge.engine.pairing import NackBudget, PairingWindow, check_token
+from bridge.engine.providers import ProviderProfile
 from bridge.engine.sessions import (
     PENDING_STATE,
     Registry,
@@ -77,11 +88,15 @@ from bridge.engine.sessions import (
     to_remote_info,
 )
 from bridge.engine.sync import SyncServer
+from bridge.engine.uploads import injected_text
 from bridge.nostr.filters import Filter
 from bridge.nostr.keys import hex_to_npub
 from bridge.protocol import (
     CHUNKED,
+    CUSTOM_PROVIDERS,
     FOLDERS,
+    GSD,
+    IMAGES,
     PROTOCOL_VERSION,
     SYNC_V1,
     BridgeToPhone,
@@ -92,6 +107,8 @@ from bridge.protocol import (
     EffortCommand,
     EffortConfirmedMessage,
     FolderAckMessage,
+    GsdRequestCommand,
+    GsdStateMessage,
     InputAckMessage,
     InputCommand,
     InputFailedMessage,
@@ -105,19 +122,26 @@ from bridge.protocol import (
     PairAckMessage,
     PairRequestCommand,
     PhoneToBridge,
+    ProviderProfilesRequestCommand,
     RefreshSessionsCommand,
+    RemoteSessionInfo,
     SessionFailedMessage,
     SessionPendingMessage,
     SessionReadyMessage,
     SessionsMessage,
+    SetCredentialsCommand,
+    SetDeviceConfigCommand,
+    SetProviderProfileCommand,
     SyncAckCommand,
     SyncRequestCommand,
+    UploadImageBlossomCommand,
+    UploadImageChunkedCommand,
 )
 from bridge.protocol.kinds import COMMAND_KIND
 
 __all__ = ["BRIDGE_CAPABILITIES", "Engine", "EngineConfig", "EngineState", "iso"]
 
-BRIDGE_CAPABILITIES: tuple[str, ...] = (SYNC_V1, FOLDERS, CHUNKED)
+BRIDGE_CAPABILITIES: tuple[str, ...] = (SYNC_V1, FOLDERS, GSD, IMAGES, CUSTOM_PROVIDERS, CHUNKED)
 """What this bridge really implements today (a heartbeat never advertises more)."""
 
 HEARTBEAT_INTERVAL = 60.0
@@ -144,6 +168,8 @@ class EngineConfig:
     capabilities: tuple[str, ...] = BRIDGE_CAPABILITIES
     heartbeat_interval: float = HEARTBEAT_INTERVAL
     heartbeat_debounce: float = HEARTBEAT_DEBOUNCE
+    env_api_key: str | None = field(default=None, repr=False)
+    """The daemon environment's ``ANTHROPIC_API_KEY`` (it wins over a stored key)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -155,6 +181,8 @@ class EngineState:
     processed: Mapping[str, int] = field(default_factory=dict)
     sessions: Sequence[SessionRecord] = ()
     tombstones: Sequence[str] = ()
+    providers: Sequence[ProviderProfile] = ()
+    credentials: Credentials | None = None
 
 
 class Engine:
@@ -183,6 +211,10 @@ class Engine:
         self.ingest = IngestGate(config.bridge_pubkey, state.processed, state.last_seen, decrypt)
         self.registry = Registry(state.sessions, state.tombstones)
         self.sync = SyncServer()
+        self.accounts = Accounts(
+            config.machine, state.providers, state.credentials, config.env_api_key
+        )
+        self.attachments = Attachments()
         self.window: PairingWindow | None = None
         self._nacks = NackBudget()
         self.folders: tuple[str, ...] = ()
@@ -256,12 +288,14 @@ class Engine:
         if self.window is not None:
             deadlines.append(self.window.expires_at)
         deadlines.append(self.sync.next_deadline())
+        deadlines.append(self.attachments.next_deadline())
         return min((d for d in deadlines if d is not None), default=None)
 
     # --- inputs -----------------------------------------------------------------------------------
 
     def tick(self, now: float) -> list[Effect]:
         effects: list[Effect] = list(self.sync.tick(now))
+        effects.extend(self.attachments.tick(now))
         if self.window is not None and not self.window.is_open(now):
             self.window = None
             effects.append(Resubscribe())
@@ -311,6 +345,25 @@ class Engine:
                     self.folders = event.folders
                     self._mark_dirty(now)
                 return []
+            case ProviderProbed():
+                return self.accounts.provider_probed(
+                    event.phone, event.profile_id, event.valid, self._audience()
+                )
+            case CredentialsProbed():
+                return self.accounts.credentials_probed(event.phone, event.valid)
+            case GsdStateRead():
+                if self.registry.get(event.session_id) is None:
+                    return []
+                message = GsdStateMessage(sessionId=event.session_id, gsd=event.state)
+                return [Publish(message, self._audience())]
+            case ImageReceived():
+                return self.attachments.ready(
+                    event.session_id, event.filename, event.mime_type, event.text, event.data, now
+                )
+            case ImageRefused():
+                return [Dropped(f"image for {event.session_id[:8]} refused: {event.reason}")]
+            case ImageSaved():
+                return self._on_image_saved(event, now)
             case FolderCreated():
                 ack = FolderAckMessage(
                     requestId=event.request_id,
@@ -421,6 +474,28 @@ class Engine:
                 ]
             case PairRequestCommand():
                 return self._on_pair_request(command, verdict, now, marks)
+            case SetProviderProfileCommand():
+                return self.accounts.set_provider_profile(
+                    command, phone, now, marks, self._audience
+                )
+            case ProviderProfilesRequestCommand():
+                return self.accounts.profiles_for(phone, marks)
+            case SetCredentialsCommand():
+                return self.accounts.set_credentials(command, phone, marks)
+            case SetDeviceConfigCommand():
+                return self.accounts.set_device_config(command, phone, marks)
+            case GsdRequestCommand():
+                record = self.registry.get(command.sessionId)
+                if record is None or record.state == PENDING_STATE:
+                    return [Commit(tuple(marks)), Dropped("gsd-request for an unknown session")]
+                return [Commit(tuple(marks)), ReadGsdState(record.session_id, record.cwd)]
+            case UploadImageBlossomCommand() | UploadImageChunkedCommand():
+                record = self.registry.get(command.sessionId)
+                if record is None or record.state == PENDING_STATE:
+                    return [Commit(tuple(marks)), Dropped("image upload for an unknown session")]
+                if isinstance(command, UploadImageBlossomCommand):
+                    return [Commit(tuple(marks)), *self.attachments.blossom(command, phone)]
+                return [Commit(tuple(marks)), *self.attachments.chunk(command, phone, now)]
         return [
             Commit(tuple(marks)),
             Dropped(f"{command.type} is not supported by this bridge yet", verdict.event_id),
@@ -436,23 +511,35 @@ class Engine:
                 sessionId=command.sessionId, reason=reason, inputId=command.inputId
             )
             return [Commit(tuple(marks), outbox=(Publish(failed, self._audience()),))]
+        return self._accept_input(record, command.text, command.text, command.inputId, now, marks)
+
+    def _accept_input(
+        self,
+        record: SessionRecord,
+        shown: str,
+        sent: str,
+        input_id: str | None,
+        now: float,
+        marks: list[StoreOp],
+    ) -> list[Effect]:
+        """The user entry (`shown`, before the agent's reply), the inbox row (`sent`), the ack."""
         changes: dict[str, object] = {"last_activity": iso(now)}
-        if record.title is None and (title := title_from_input(command.text)) is not None:
+        if record.title is None and (title := title_from_input(shown)) is not None:
             changes["title"] = title
         entry = OutputEntry(
-            entryType="text", content=command.text, timestamp=iso(now), metadata={"role": "user"}
+            entryType="text", content=shown, timestamp=iso(now), metadata={"role": "user"}
         )
         seq = record.seq_high + 1
         record = self.registry.update(record.session_id, seq_high=seq, **changes) or record
         outbox: tuple[Publish, ...] = ()
-        if command.inputId:
-            ack = InputAckMessage(sessionId=command.sessionId, inputId=command.inputId)
+        if input_id:
+            ack = InputAckMessage(sessionId=record.session_id, inputId=input_id)
             outbox = (Publish(ack, self._audience()),)
         ops = [
             *marks,
             AppendTranscript(record.session_id, seq, entry),
             SaveSession(record),
-            AddInbox(self._new_id(), record.session_id, command.text, command.inputId),
+            AddInbox(self._new_id(), record.session_id, sent, input_id),
         ]
         if "title" in changes:
             self._mark_dirty(now)
@@ -464,14 +551,26 @@ class Engine:
             SendToRunner(record.session_id),
         ]
 
+    def _on_image_saved(self, event: ImageSaved, now: float) -> list[Effect]:
+        record = self.registry.get(event.session_id)
+        if record is None or record.state == PENDING_STATE or event.session_id in self._dead:
+            return [Dropped(f"image saved for {event.session_id[:8]}, but the session is gone")]
+        text = injected_text(event.text, event.path)
+        return self._accept_input(record, text, text, None, now, [])
+
     def _on_create_session(
         self, command: CreateSessionCommand, now: float, marks: list[StoreOp]
     ) -> list[Effect]:
         session_id = self._new_id()
         refusal: str | None = None
+        model = command.model or None
         if command.providerId is not None:
-            refusal = "custom provider profiles are not supported by this bridge yet"
-        elif command.backend == "opencode":
+            resolved = self.accounts.book.resolve_for_session(command.providerId, model)
+            if isinstance(resolved, str):
+                refusal = resolved
+            else:
+                model = resolved.model
+        if command.backend == "opencode":
             refusal = "this bridge runs Claude Code sessions only (backend opencode is unavailable)"
         pending = SessionPendingMessage(
             pendingId=session_id, machine=self.config.machine, createdAt=iso(now)
@@ -491,8 +590,9 @@ class Engine:
             last_activity=iso(now),
             state=PENDING_STATE,
             permission_mode="plan",
-            model=command.model or None,
+            model=model,
             effort_level=command.defaultEffort,
+            provider_id=command.providerId,
         )
         self.registry.put(record)
         return [
@@ -532,6 +632,17 @@ class Engine:
             option, value = "effort", command.level
         else:
             option, value = "model", command.model
+            record = self.registry.get(command.sessionId)
+            if (
+                record is not None
+                and record.provider_id is not None
+                and not self.accounts.book.allows_model(record.provider_id, value)
+            ):
+                # A provider-bound session only runs its profile's models: no reply (§5 row 7).
+                return [
+                    Commit(tuple(marks)),
+                    Dropped(f"model {value!r} is not offered by the session's provider profile"),
+                ]
         return [Commit(tuple(marks)), SetRunnerOption(command.sessionId, option, value)]
 
     def _on_option_set(self, event: AgentOptionSet, now: float) -> list[Effect]:
@@ -645,7 +756,7 @@ class Engine:
             changes["state"] = "idle"
             record = self.registry.update(record.session_id, **changes) or record
             self._mark_dirty(now)
-            ready = SessionReadyMessage(pendingId=record.session_id, session=to_remote_info(record))
+            ready = SessionReadyMessage(pendingId=record.session_id, session=self._info(record))
             return [
                 Commit((SaveSession(record),), outbox=(Publish(ready, self._audience()),)),
                 *self._heartbeat(now),
@@ -725,6 +836,10 @@ class Engine:
 
     # --- heartbeat --------------------------------------------------------------------------------
 
+    def _info(self, record: SessionRecord, *, offline: bool = False) -> RemoteSessionInfo:
+        label = self.accounts.book.label_of(record.provider_id) if record.provider_id else None
+        return to_remote_info(record, offline=offline, provider_label=label)
+
     def _audience(self) -> tuple[str, ...]:
         return tuple(sorted(self.phones))
 
@@ -737,7 +852,7 @@ class Engine:
         return SessionsMessage(
             machine=self.config.machine,
             host=self.config.host,
-            sessions=[to_remote_info(r, offline=offline) for r in self.registry.listed()],
+            sessions=[self._info(r, offline=offline) for r in self.registry.listed()],
             protocolVersion=PROTOCOL_VERSION,
             capabilities=list(self.config.capabilities),
             folders=list(self.folders) if roots else None,

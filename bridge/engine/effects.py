@@ -37,22 +37,31 @@ __all__ = [
     "Commit",
     "CreateFolder",
     "DeletePhone",
+    "DeleteProviderProfile",
     "DeleteSession",
     "DeleteTranscript",
     "Dropped",
     "Effect",
+    "FetchBlossomImage",
     "InterruptRunner",
     "MarkProcessed",
     "Notify",
     "PairedPhone",
+    "ProbeAnthropicKey",
+    "ProbeProvider",
     "PruneProcessed",
     "Publish",
+    "ReadGsdState",
     "Resubscribe",
+    "SaveDeviceConfig",
+    "SaveImage",
     "SavePhone",
+    "SaveProviderProfile",
     "SaveSession",
     "SendSyncChunk",
     "SendToRunner",
     "SessionRecord",
+    "SetCredential",
     "SetRunnerOption",
     "StartRunner",
     "StoreOp",
@@ -161,6 +170,33 @@ class PruneProcessed:
 
 
 @dataclass(frozen=True, slots=True)
+class SaveProviderProfile:
+    """Upsert a provider profile (the record holds the token: secret storage)."""
+
+    profile_id: str
+    record: dict[str, Any] = field(repr=False)
+
+
+@dataclass(frozen=True, slots=True)
+class DeleteProviderProfile:
+    profile_id: str
+
+
+@dataclass(frozen=True, slots=True)
+class SetCredential:
+    """Store (or, with None, delete) one credential."""
+
+    name: str
+    value: str | None = field(repr=False)
+
+
+@dataclass(frozen=True, slots=True)
+class SaveDeviceConfig:
+    phone: str
+    config: dict[str, Any]
+
+
+@dataclass(frozen=True, slots=True)
 class AddInbox:
     """An accepted input waiting for its runner; `uid` makes the hand-off exactly-once."""
 
@@ -182,6 +218,10 @@ StoreOp = (
     | DeleteTranscript
     | AddInbox
     | PruneProcessed
+    | SaveProviderProfile
+    | DeleteProviderProfile
+    | SetCredential
+    | SaveDeviceConfig
 )
 
 
@@ -295,6 +335,59 @@ class CloseRunner:
 
 
 @dataclass(frozen=True, slots=True)
+class ProbeProvider:
+    """Check a provider token (``POST {baseUrl}/v1/messages``); answer ``ProviderProbed``."""
+
+    phone: str
+    profile_id: str
+    base_url: str
+    token: str = field(repr=False)
+    model: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class ProbeAnthropicKey:
+    """Check an Anthropic API key; answer ``CredentialsProbed``."""
+
+    phone: str
+    key: str = field(repr=False)
+
+
+@dataclass(frozen=True, slots=True)
+class ReadGsdState:
+    """Read the GSD planning state of a session's project; answer ``GsdStateRead``."""
+
+    session_id: str
+    cwd: str
+
+
+@dataclass(frozen=True, slots=True)
+class FetchBlossomImage:
+    """Download, check and decrypt a Blossom image; answer ``ImageReceived``/``ImageRefused``."""
+
+    phone: str
+    session_id: str
+    url: str
+    sha256: str
+    key: str = field(repr=False)
+    iv: str = field(repr=False)
+    size_bytes: int = 0
+    filename: str = ""
+    mime_type: str = ""
+    text: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class SaveImage:
+    """Write an image under the first workspace root's uploads folder; answer ``ImageSaved``."""
+
+    session_id: str
+    name: str
+    data: bytes = field(repr=False)
+    text: str = ""
+
+
+@dataclass(frozen=True, slots=True)
 class Notify:
     """Tell local listeners (the CLI waiting in ``pair``) that something happened."""
 
@@ -323,6 +416,11 @@ Effect = (
     | SetRunnerOption
     | AnswerPermission
     | CloseRunner
+    | ProbeProvider
+    | ProbeAnthropicKey
+    | ReadGsdState
+    | FetchBlossomImage
+    | SaveImage
     | Notify
     | Dropped
 )

@@ -8,11 +8,11 @@ verified by the pool (id and signature), which is why they carry a ``VerifiedEve
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from bridge.nostr.event import VerifiedEvent
-from bridge.protocol import OutputEntry
+from bridge.protocol import GsdState, OutputEntry
 
 __all__ = [
     "AgentEnded",
@@ -22,13 +22,19 @@ __all__ = [
     "AgentReady",
     "AgentStateChanged",
     "CommandEventReceived",
+    "CredentialsProbed",
     "FolderCreated",
     "FoldersScanned",
+    "GsdStateRead",
+    "ImageReceived",
+    "ImageRefused",
+    "ImageSaved",
     "Input",
     "PairingWindowRequested",
     "PermissionRequested",
     "PhonePairedManually",
     "PhoneUnpaired",
+    "ProviderProbed",
     "RefreshRequested",
 ]
 
@@ -156,6 +162,60 @@ class FolderCreated:
     error: str | None = None
 
 
+@dataclass(frozen=True, slots=True)
+class ProviderProbed:
+    """The answer to ``ProbeProvider``: None when the probe could not run."""
+
+    phone: str
+    profile_id: str
+    valid: bool | None
+
+
+@dataclass(frozen=True, slots=True)
+class CredentialsProbed:
+    """The answer to ``ProbeAnthropicKey``: None when the probe could not run."""
+
+    phone: str
+    valid: bool | None
+
+
+@dataclass(frozen=True, slots=True)
+class GsdStateRead:
+    """The answer to ``ReadGsdState``."""
+
+    session_id: str
+    state: GsdState
+
+
+@dataclass(frozen=True, slots=True)
+class ImageReceived:
+    """A Blossom image downloaded, verified and decrypted."""
+
+    phone: str
+    session_id: str
+    filename: str
+    mime_type: str
+    text: str
+    data: bytes = field(repr=False)
+
+
+@dataclass(frozen=True, slots=True)
+class ImageRefused:
+    """A Blossom download or an image save failed; `reason` is logged."""
+
+    session_id: str
+    reason: str
+
+
+@dataclass(frozen=True, slots=True)
+class ImageSaved:
+    """The answer to ``SaveImage``: the file's absolute path."""
+
+    session_id: str
+    path: str
+    text: str
+
+
 Input = (
     CommandEventReceived
     | PairingWindowRequested
@@ -171,4 +231,10 @@ Input = (
     | PermissionRequested
     | FoldersScanned
     | FolderCreated
+    | ProviderProbed
+    | CredentialsProbed
+    | GsdStateRead
+    | ImageReceived
+    | ImageRefused
+    | ImageSaved
 )

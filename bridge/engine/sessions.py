@@ -60,7 +60,9 @@ def is_slash_command(text: str) -> bool:
     return _SLASH_COMMAND.match(text) is not None
 
 
-def to_remote_info(record: SessionRecord, *, offline: bool = False) -> RemoteSessionInfo:
+def to_remote_info(
+    record: SessionRecord, *, offline: bool = False, provider_label: str | None = None
+) -> RemoteSessionInfo:
     """The wire view of a record (``lineCount`` = ``seqHigh``, ``slug`` = first 8 of the id)."""
     state = "offline" if offline else record.state
     percentage = record.context_percentage
@@ -81,6 +83,7 @@ def to_remote_info(record: SessionRecord, *, offline: bool = False) -> RemoteSes
         state=state,
         seqHigh=record.seq_high,
         providerId=record.provider_id,
+        providerLabel=provider_label if record.provider_id else None,
     )
 
 

@@ -28,7 +28,7 @@ import os
 import signal
 import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 from urllib.parse import quote
@@ -49,6 +49,7 @@ from bridge.control.methods import (
 )
 from bridge.control.server import CONTROL_SOCKET_NAME, ControlServer, ControlSocketError
 from bridge.engine.core import Engine, EngineConfig, EngineState
+from bridge.engine.credentials import Credentials
 from bridge.engine.effects import (
     AddInbox,
     AddTombstone,
@@ -58,22 +59,31 @@ from bridge.engine.effects import (
     Commit,
     CreateFolder,
     DeletePhone,
+    DeleteProviderProfile,
     DeleteSession,
     DeleteTranscript,
     Dropped,
     Effect,
+    FetchBlossomImage,
     InterruptRunner,
     MarkProcessed,
     Notify,
     PairedPhone,
+    ProbeAnthropicKey,
+    ProbeProvider,
     PruneProcessed,
     Publish,
+    ReadGsdState,
     Resubscribe,
+    SaveDeviceConfig,
+    SaveImage,
     SavePhone,
+    SaveProviderProfile,
     SaveSession,
     SendSyncChunk,
     SendToRunner,
     SessionRecord,
+    SetCredential,
     SetRunnerOption,
     StartRunner,
 )
@@ -86,6 +96,8 @@ from bridge.engine.inputs import (
     PhonePairedManually,
     PhoneUnpaired,
 )
+from bridge.engine.providers import profile_from_record
+from bridge.logs import register_secret
 from bridge.nostr.keys import Keypair, hex_to_npub
 from bridge.nostr.nip44 import ConversationKeyCache, decrypt
 from bridge.nostr.pool import RelayPool
@@ -93,16 +105,28 @@ from bridge.nostr.relay import RelayEventReceived
 from bridge.protocol import SessionsMessage, SyncChunkEntry, SyncChunkMessage, decode_as
 from bridge.protocol.shared import OutputEntry
 from bridge.runtime.embedded_relay import EmbeddedRelay, EmbeddedRelayError
+from bridge.runtime.errands import Errands
 from bridge.runtime.identity import IdentityError, load_or_create_identity
 from bridge.runtime.outbound import Outbound
 from bridge.runtime.runners import RunnerManager
 from bridge.runtime.sdnotify import Notifier
 from bridge.runtime.workspace import WorkspaceError, create_folder, scan_folders
+from relaypolicy.embedded import EmbeddedPolicy
+from relaypolicy.pipeline import RelayPolicy
 from store import bridge_state
+from store import device_config as device_config_store
+from store import secrets as secrets_store
 from store.db import BridgeDatabase, open_bridge_db
 from store.lock import acquire_lock
 
-__all__ = ["CONTROL_SOCKET_NAME", "Daemon", "DaemonError", "run_daemon"]
+__all__ = [
+    "CONTROL_SOCKET_NAME",
+    "Daemon",
+    "DaemonError",
+    "run_daemon",
+    "run_watchdog",
+    "watchdog_interval",
+]
 
 logger = logging.getLogger(__name__)
 
@@ -160,6 +184,7 @@ class Daemon:
         self.engine: Engine | None = None
         self.outbound = Outbound(keypair, self._keys, settings.machine_name, db, clock=clock)
         self.runners: RunnerManager | None = None
+        self.errands: Errands | None = None
         self.control: ControlServer | None = None
         self.notifier = Notifier()
         self.started_at = clock()
@@ -167,6 +192,7 @@ class Daemon:
         self._stopping = False
         self._public_relays: list[str] = list(settings.relays)
         self._dropped_inputs = 0
+        self._last_status: str | None = None  # ops: STATUS= is sent only when it changes
 
     # --- engine plumbing --------------------------------------------------------------------------
 
@@ -259,6 +285,15 @@ class Daemon:
                 self.runners.close(effect.session_id)
             case CreateFolder():
                 await self._create_folder(effect)
+            case (
+                ProbeProvider()
+                | ProbeAnthropicKey()
+                | ReadGsdState()
+                | FetchBlossomImage()
+                | SaveImage()
+            ):
+                assert self.errands is not None
+                self.errands.run(effect)
             case Notify():
                 self._notify(effect)
             case Dropped():
@@ -309,6 +344,18 @@ class Daemon:
                         )
                     case PruneProcessed():
                         await bridge_state.prune_processed(self.db, op.before)
+                    case SaveProviderProfile():
+                        if token := op.record.get("authToken"):
+                            register_secret(str(token))
+                        await secrets_store.save_provider_profile(self.db, op.profile_id, op.record)
+                    case DeleteProviderProfile():
+                        await secrets_store.delete_provider_profile(self.db, op.profile_id)
+                    case SetCredential():
+                        if op.value:
+                            register_secret(op.value)
+                        await secrets_store.set_credential(self.db, op.name, op.value)
+                    case SaveDeviceConfig():
+                        await device_config_store.save_device_config(self.db, op.phone, op.config)
             await self.outbound.queue_durable(sealed)
         self.outbound.send(sealed)
 
@@ -375,11 +422,54 @@ class Daemon:
         if not self.notifier.enabled or self.engine is None or self.pool is None:
             return
         connected = sum(1 for s in self.pool.status() if s.state.value == "open")
-        self.notifier.status(
+        text = (
             f"relays {connected}/{len(self.pool.status())} connected, "
             f"{len(self.engine.phones)} phone(s), {self.runners.running if self.runners else 0} "
             "running session(s)"
         )
+        if text != self._last_status:
+            self._last_status = text
+            self.notifier.status(text)
+
+    def _start_watchdog(self) -> None:
+        """Start pinging systemd's watchdog when the unit asked for it (``WatchdogSec=``)."""
+        interval = watchdog_interval(os.environ, os.getpid())
+        if interval is None or not self.notifier.enabled:
+            return
+        task = asyncio.create_task(
+            run_watchdog(self.notifier, interval, on_tick=self._update_status), name="watchdog"
+        )
+        self._background.add(task)
+        task.add_done_callback(self._background.discard)
+        logger.info("systemd watchdog: WATCHDOG=1 every %.1f s from the event loop", interval)
+
+    def _session_env(self, record: SessionRecord) -> dict[str, str] | str:
+        """The environment a session's agent gets on top of the daemon's, or why it cannot run.
+
+        A provider-bound session gets its profile's endpoint, token and default models (looked
+        up again at every spawn, restart and resume); the runner scrubs the vendor variables.
+        Otherwise a stored Anthropic key is used when the environment has none.
+        """
+        assert self.engine is not None
+        accounts = self.engine.accounts
+        if record.provider_id is not None:
+            resolved = accounts.book.resolve_for_session(record.provider_id, record.model)
+            if isinstance(resolved, str):
+                return resolved
+            return {
+                "ANTHROPIC_BASE_URL": resolved.base_url,
+                "ANTHROPIC_AUTH_TOKEN": resolved.token,
+                "ANTHROPIC_MODEL": resolved.model,
+                "ANTHROPIC_DEFAULT_OPUS_MODEL": resolved.model,
+                "ANTHROPIC_DEFAULT_SONNET_MODEL": resolved.model,
+                "ANTHROPIC_DEFAULT_HAIKU_MODEL": resolved.model,
+                "ANTHROPIC_SMALL_FAST_MODEL": resolved.model,
+                "CLAUDE_CODE_SUBAGENT_MODEL": resolved.model,
+            }
+        key = accounts.api_key
+        if key and not os.environ.get("ANTHROPIC_API_KEY"):
+            return {"ANTHROPIC_API_KEY": key}
+        return {}
 
     # --- timers -----------------------------------------------------------------------------------
 
@@ -408,12 +498,26 @@ class Daemon:
         self._background: set[asyncio.Task[Any]] = set()
         loaded = await bridge_state.load_state(self.db)
         await self.outbound.load_clock()
+        profiles = [
+            profile
+            for profile_id, record in await secrets_store.load_provider_profiles(self.db)
+            if (profile := profile_from_record(profile_id, record)) is not None
+        ]
+        credentials = Credentials.from_store(await secrets_store.load_credentials(self.db))
+        for secret in (credentials.anthropic_api_key, credentials.github_pat):
+            if secret:
+                register_secret(secret)
+        for profile in profiles:
+            if profile.auth_token:
+                register_secret(profile.auth_token)
         state = EngineState(
             phones=[PairedPhone(*row) for row in loaded.phones],
             last_seen=loaded.last_seen,
             processed=loaded.processed,
             sessions=[r for r in map(_record_from_dict, loaded.sessions) if r is not None],
             tombstones=loaded.tombstones,
+            providers=profiles,
+            credentials=credentials,
         )
         urls = list(self.settings.relays)
         if self.settings.uses_embedded_relay:
@@ -428,6 +532,7 @@ class Daemon:
                 host="service" if os.environ.get("INVOCATION_ID") else "cli",
                 relays=tuple(self._public_relays),
                 roots=tuple(str(p) for p in self.settings.workspaces),
+                env_api_key=os.environ.get("ANTHROPIC_API_KEY"),
             ),
             state,
             decrypt=self._decrypt,
@@ -435,8 +540,13 @@ class Daemon:
             now=self._clock(),
         )
         self.runners = RunnerManager(
-            self._runner_factory, self.db, self.settings.workspaces, self.feed
+            self._runner_factory,
+            self.db,
+            self.settings.workspaces,
+            self.feed,
+            env_for=self._session_env,
         )
+        self.errands = Errands(self.feed, self.settings.workspaces)
         self.pool = RelayPool(
             urls, self.keypair, on_event=self._on_relay_event, on_open=self._on_relay_open
         )
@@ -463,6 +573,7 @@ class Daemon:
                 ", ".join(self._public_relays),
             )
             self.notifier.ready(f"serving on {', '.join(self._public_relays)}")
+            self._start_watchdog()
             stopped = asyncio.create_task(stop.wait())
             done, _ = await asyncio.wait({stopped, loop_task}, return_when=asyncio.FIRST_COMPLETED)
             if loop_task in done and loop_task.exception() is not None:
@@ -487,6 +598,8 @@ class Daemon:
             if not waiter.done():
                 waiter.set_result({"paired": False, "reason": "closed"})
         try:
+            if self.errands is not None:
+                await self.errands.close()
             if self.runners is not None:
                 await self.runners.close_all()
             if self.engine is not None:
@@ -505,25 +618,13 @@ class Daemon:
                 await self.embedded.stop()
 
     async def _start_embedded(self) -> None:
+        """Serve the embedded relay with the private relay's own write policy (relaypolicy),
+        its registry being this daemon: the bridge and its paired phones, and the pairing
+        window while one is open (rate-limited per IP, like the deployed relay)."""
         host, port = self.settings.embedded_relay
-        own = self.keypair.public_hex
-
-        def admit(event: dict[str, Any], source_ip: str) -> tuple[bool, str]:
-            author = event.get("pubkey")
-            engine = self.engine
-            if author == own:
-                return True, ""
-            if engine is not None and author in engine.phones:
-                return True, ""
-            if engine is not None and event.get("kind") == 4515:
-                window = engine.window_for(self._clock())
-                p_tags = [t[1] for t in event.get("tags", []) if len(t) >= 2 and t[0] == "p"]
-                if window is not None and p_tags == [own]:
-                    return True, ""
-            return False, "restricted: not a registered user"
-
+        policy = EmbeddedPolicy(RelayPolicy(_DaemonRegistry(self)), clock=self._clock)
         self.embedded = EmbeddedRelay(
-            host, port, admit=admit, lmdb_dir=self.settings.home / RELAY_DIR_NAME
+            host, port, admit=policy.admit, lmdb_dir=self.settings.home / RELAY_DIR_NAME
         )
         try:
             await self.embedded.start()
@@ -620,6 +721,64 @@ class Daemon:
         ]
 
 
+# --- systemd watchdog -----------------------------------------------------------------------------
+
+
+def watchdog_interval(env: Mapping[str, str], pid: int) -> float | None:
+    """Seconds between ``WATCHDOG=1`` pings: half of ``$WATCHDOG_USEC``, as sd_watchdog_enabled(3)
+    advises; None when systemd asked for no watchdog.
+
+    ``$WATCHDOG_PID``, when set, names the process the watchdog is for: another pid means the
+    variables were inherited from a parent and are not ours to answer.
+    """
+    raw = env.get("WATCHDOG_USEC", "").strip()
+    if not raw.isdigit() or int(raw) == 0:
+        return None
+    owner = env.get("WATCHDOG_PID", "").strip()
+    if owner and (not owner.isdigit() or int(owner) != pid):
+        return None
+    return int(raw) / 1_000_000 / 2
+
+
+async def run_watchdog(
+    notifier: Notifier, interval: float, *, on_tick: Callable[[], None] | None = None
+) -> None:
+    """Send ``WATCHDOG=1`` every `interval` seconds until cancelled.
+
+    The pings come from the event loop on purpose (not from a thread): a loop that is blocked or
+    starved stops pinging, and systemd kills and restarts the service after ``WatchdogSec=``.
+    `on_tick` (the daemon's STATUS refresh) runs after each ping; an error in it is logged and
+    never stops the pings.
+    """
+    while True:
+        notifier.watchdog()
+        if on_tick is not None:
+            try:
+                on_tick()
+            except Exception:
+                logger.exception("! watchdog tick failed")
+        await asyncio.sleep(interval)
+
+
+class _DaemonRegistry:
+    """relaypolicy's ``Registry`` answered live from the daemon: no copy to keep in sync."""
+
+    def __init__(self, daemon: Daemon) -> None:
+        self._daemon = daemon
+
+    def is_registered(self, pubkey: str) -> bool:
+        engine = self._daemon.engine
+        return pubkey == self._daemon.keypair.public_hex or (
+            engine is not None and pubkey in engine.phones
+        )
+
+    def pairing_window_until(self, pubkey: str) -> int | None:
+        engine = self._daemon.engine
+        if engine is None or pubkey != self._daemon.keypair.public_hex or engine.window is None:
+            return None
+        return int(engine.window.expires_at)
+
+
 def _default_runner_factory(settings: Settings) -> RunnerFactory:
     from bridge.agents.scripted import scripted_runner_factory
 
@@ -650,6 +809,8 @@ async def run_daemon(
                 keypair = await load_or_create_identity(db, settings.key_file)
             except IdentityError as exc:
                 raise DaemonError(str(exc)) from None
+            register_secret(keypair.secret_hex)
+            register_secret(keypair.nsec)
             factory = runner_factory or _default_runner_factory(settings)
             daemon = Daemon(settings, db, keypair, factory)
             installed = _install_stop_signals(stop)

@@ -35,8 +35,11 @@ class RunnerManager:
         db: BridgeDatabase,
         roots: Sequence[Path],
         feed: Callable[[Input], None],
+        *,
+        env_for: Callable[[SessionRecord], dict[str, str] | str] | None = None,
     ) -> None:
         self._factory = factory
+        self._env_for = env_for
         self._db = db
         self._roots = list(roots)
         self._feed = feed
@@ -133,6 +136,10 @@ class RunnerManager:
             except WorkspaceError as exc:
                 self._feed(AgentFailed(session_id, str(exc)))
                 return
+            env = self._env_for(record) if self._env_for is not None else {}
+            if isinstance(env, str):  # e.g. the provider profile was deleted
+                self._feed(AgentFailed(session_id, env))
+                return
             spec = SessionSpec(
                 session_id=session_id,
                 cwd=cwd,
@@ -141,6 +148,7 @@ class RunnerManager:
                 effort_level=record.effort_level,
                 provider_id=record.provider_id,
                 sdk_session_id=record.sdk_session_id,
+                env=env,
             )
             runner = self._factory(session_id, self._emit_for(session_id))
             self._runners[session_id] = runner

@@ -1,8 +1,10 @@
 """Commands and responses (4515, 4516) must expire, and within the hour.
 
 v10 stamps both with ``["expiration", str(created_at + 3600)]``. Requiring the tag, and capping
-it at ``receivedAt + max_command_expiry_seconds``, keeps the relay from holding encrypted command
-traffic for longer than the protocol ever needs it (a key leaked later cannot read what is gone).
+it at ``receivedAt + max_command_expiry_seconds`` (plus ``clock_skew_seconds``, 120 by default,
+for a sender whose clock runs ahead of the relay's), keeps the relay from holding encrypted
+command traffic for longer than the protocol ever needs it (a key leaked later cannot read what
+is gone).
 An expiration at or before ``receivedAt`` is already expired (strfry and NIP-40: expired when
 ``now >= expiration``); strfry checks that too, but the in-process relay should not depend on it.
 """
@@ -32,6 +34,6 @@ def command_expiration(msg: PolicyInput, ctx: PolicyContext) -> Decision:
     if expiration <= msg.received_at:
         return _EXPIRED
     limit = ctx.config.max_command_expiry_seconds
-    if expiration - msg.received_at > limit:
+    if expiration - msg.received_at > limit + ctx.config.clock_skew_seconds:
         return Decision.reject(INVALID, f"expiration more than {limit} s ahead")
     return ACCEPT

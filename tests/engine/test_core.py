@@ -549,7 +549,14 @@ def test_heartbeat_contents() -> None:
     session = ready_session(engine)
     beat = engine.heartbeat_message()
     assert beat.machine == "box" and beat.protocolVersion == 10 and beat.host == "cli"
-    assert beat.capabilities == ["sync/1", "folders", "chunked"]
+    assert beat.capabilities == [
+        "sync/1",
+        "folders",
+        "gsd",
+        "images",
+        "custom-providers",
+        "chunked",
+    ]
     assert beat.roots == [ROOT] and beat.removedSessions is None and beat.machineOffline is None
     info = beat.sessions[0]
     assert info.id == session and info.slug == session[:8] and info.state == "idle"

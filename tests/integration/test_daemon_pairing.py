@@ -115,3 +115,30 @@ async def test_two_phones_both_keep_a_stored_heartbeat(
     finally:
         await first.close()
         await second.close()
+
+
+async def test_pairing_and_commands_through_the_embedded_relay(
+    tmp_path: object, workspace: object
+) -> None:
+    from pathlib import Path
+
+    home = Path(str(tmp_path)) / "home"
+    daemon = DaemonProcess(
+        home, [], Path(str(workspace)), extra_args=["--embedded-relay", "127.0.0.1:0"]
+    )
+    async with daemon:
+        opened = await daemon.call("pair.open", duration=600)
+        info = parse_pairing_url(opened["url"])
+        assert len(info.relays) == 1 and info.relays[0].startswith("ws://127.0.0.1:")
+        async with PhoneSimulator(relays=list(info.relays)) as phone:
+            ack = await phone.pair(opened["url"])  # a stranger's 4515 admitted by the window
+            assert ack.message.ok
+            await phone.wait_for("sessions")
+            mark = phone.mark()
+            await phone.send(RefreshSessionsCommand())  # now a registered writer
+            await phone.wait_for("sessions", after=mark)
+        async with PhoneSimulator(relays=list(info.relays), bridge=info.bridge_pubkey) as stranger:
+            from tests.support.phone import PublishFailed
+
+            with pytest.raises(PublishFailed):  # the window closed when the phone paired
+                await stranger.send(RefreshSessionsCommand())

@@ -70,9 +70,15 @@ CASES: list[tuple[str, Policy, dict[str, Any], Decision]] = [
     ("4515-exp-plus-3600", command_expiration, {"tags": [["expiration", str(NOW + 3600)]]}, ACCEPT),
     ("4515-exp-plus-1", command_expiration, {"tags": [["expiration", str(NOW + 1)]]}, ACCEPT),
     (
-        "4515-exp-plus-3601",
+        "4515-exp-plus-3720-clock-skew",
         command_expiration,
-        {"tags": [["expiration", str(NOW + 3601)]]},
+        {"tags": [["expiration", str(NOW + 3720)]]},
+        ACCEPT,
+    ),
+    (
+        "4515-exp-plus-3721",
+        command_expiration,
+        {"tags": [["expiration", str(NOW + 3721)]]},
         reject("invalid: expiration more than 3600 s ahead"),
     ),
     (
@@ -254,12 +260,15 @@ def test_accept_is_the_shared_constant() -> None:
         assert policy(make_input(pubkey=BRIDGE), ctx) is ACCEPT
 
 
-def test_expiry_limit_is_configurable() -> None:
-    ctx = make_ctx(replace(DEFAULT_CONFIG, max_command_expiry_seconds=600))
+def test_expiry_limit_and_clock_slack_are_configurable() -> None:
+    ctx = make_ctx(replace(DEFAULT_CONFIG, max_command_expiry_seconds=600, clock_skew_seconds=0))
     ok = make_input(tags=[["expiration", str(NOW + 600)]])
     too_far = make_input(tags=[["expiration", str(NOW + 601)]])
     assert command_expiration(ok, ctx) is ACCEPT
     assert command_expiration(too_far, ctx) == reject("invalid: expiration more than 600 s ahead")
+    slack = make_ctx(replace(DEFAULT_CONFIG, max_command_expiry_seconds=600, clock_skew_seconds=30))
+    assert command_expiration(make_input(tags=[["expiration", str(NOW + 630)]]), slack) is ACCEPT
+    assert command_expiration(make_input(tags=[["expiration", str(NOW + 631)]]), slack) != ACCEPT
 
 
 def test_pairing_target_names_the_bridge() -> None:

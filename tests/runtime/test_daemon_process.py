@@ -106,8 +106,18 @@ def test_embedded_relay_admits_the_bridge_and_refuses_strangers(home: Path) -> N
             await connection.connect()
             try:
                 now = int(time.time())
-                refused = await connection.publish(sign_event(stranger, 1, "hi", created_at=now))
-                own = await connection.publish(sign_event(bridge_key, 1, "hi", created_at=now))
+                tags = [["p", bridge_key.public_hex], ["expiration", str(now + 3600)]]
+                refused = await connection.publish(
+                    sign_event(stranger, 4515, "x", tags, created_at=now)
+                )
+                reply = [["p", stranger.public_hex], ["expiration", str(now + 3600)]]
+                own = await connection.publish(
+                    sign_event(bridge_key, 4516, "x", reply, created_at=now)
+                )
+                other_kind = await connection.publish(
+                    sign_event(bridge_key, 1, "hi", created_at=now)
+                )
+                assert other_kind.status is PublishStatus.REJECTED  # a private relay
             finally:
                 await connection.close()
             return refused.status, refused.message, own.status

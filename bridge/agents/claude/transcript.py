@@ -1,0 +1,118 @@
+"""Reading Claude Code's own session transcript: the durable record of what the agent received.
+
+Layout relied on (Claude Code 2.1.332, measured): the CLI appends one JSON object per line to
+``<config dir>/projects/<cwd slug>/<SDK session id>.jsonl``, where the config dir is
+``CLAUDE_CONFIG_DIR`` (else ``~/.claude``) and the slug is the session's cwd with every
+non-alphanumeric character replaced by ``-``. The slug rule is not relied on: files are found by
+their session id under any project directory (ids are UUIDs, unique across projects). Lines used:
+
+- ``{"type": "user", "uuid": <uuid>, "message": {...}, ...}``: a user message the CLI took into
+  the conversation. A message sent with ``"uuid"`` on the SDK's streaming input keeps that uuid
+  here, so the bridge's input uids are found verbatim (non-UUID uids are mapped to a UUID by
+  :func:`input_uuid` first). A message still waiting in the CLI's queue is only a
+  ``queue-operation`` line without uuid: it is **not** received, and is lost if the CLI dies.
+- ``{"type": "cost-state", "totalCostUSD": <float>, ...}``: the cumulative cost so far, from which a
+  resumed session's first per-turn cost is computed.
+
+Everything else is skipped; so are lines that are not complete JSON (a crash mid-append), and a
+transcript that does not exist is an empty one. The user line is written when the CLI dequeues the
+message, before it calls the API, with a plain append (no fsync): it survives a crash of the CLI
+or of the daemon, not of the machine, which is the failure model of the exactly-once hand-off
+(``bridge.agents.base``). A separate fsync'd log on the bridge's side was considered and rejected:
+it would record "written to the CLI's stdin", which is exactly what is lost when the CLI dies with
+the message still queued.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import uuid
+from collections.abc import Iterable, Iterator
+from pathlib import Path
+from typing import Final
+
+__all__ = [
+    "INPUT_UUID_NAMESPACE",
+    "input_uuid",
+    "last_total_cost",
+    "received_uuids",
+    "transcript_paths",
+]
+
+INPUT_UUID_NAMESPACE: Final = uuid.UUID("5d0c3f52-0c1b-4d55-9a43-7f0f3c1c2a10")
+"""The uuid5 namespace that maps a non-UUID input uid to the uuid Claude Code records."""
+
+_SESSION_ID: Final = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,127}")
+
+
+def input_uuid(uid: str) -> str:
+    """The uuid under which the input `uid` is sent to (and recorded by) Claude Code.
+
+    A UUID uid is used as it is (canonical lower-case form); anything else maps to a stable uuid5,
+    so that the same uid always finds the same transcript line.
+    """
+    try:
+        return str(uuid.UUID(uid))
+    except ValueError:
+        return str(uuid.uuid5(INPUT_UUID_NAMESPACE, uid))
+
+
+def transcript_paths(config_dir: Path, sdk_session_ids: Iterable[str]) -> list[Path]:
+    """The transcript files of these SDK sessions that exist (ids that are not safe are skipped)."""
+    projects = config_dir / "projects"
+    found: list[Path] = []
+    for session_id in sdk_session_ids:
+        if not _SESSION_ID.fullmatch(session_id):
+            continue
+        try:
+            found.extend(sorted(projects.glob(f"*/{session_id}.jsonl")))
+        except OSError:
+            continue
+    return found
+
+
+def _records(path: Path, marker: bytes) -> Iterator[dict[str, object]]:
+    """The JSON objects of the lines of `path` that contain `marker` (a cheap pre-filter)."""
+    try:
+        data = path.read_bytes()
+    except (FileNotFoundError, NotADirectoryError):
+        return
+    for line in data.split(b"\n"):
+        if marker not in line:
+            continue
+        try:
+            record = json.loads(line)
+        except ValueError:
+            continue  # a torn last line, or damage
+        if isinstance(record, dict):
+            yield record
+
+
+def received_uuids(paths: Iterable[Path]) -> set[str]:
+    """The uuids of every user message recorded in these transcripts.
+
+    Raises:
+        OSError: a transcript exists but cannot be read.
+    """
+    found: set[str] = set()
+    for path in paths:
+        for record in _records(path, b'"user"'):
+            value = record.get("uuid")
+            if record.get("type") == "user" and isinstance(value, str):
+                found.add(value)
+    return found
+
+
+def last_total_cost(paths: Iterable[Path]) -> float | None:
+    """The last cumulative cost recorded (``cost-state``) across these transcripts, if any."""
+    total: float | None = None
+    for path in paths:
+        try:
+            for record in _records(path, b'"cost-state"'):
+                value = record.get("totalCostUSD")
+                if record.get("type") == "cost-state" and isinstance(value, (int, float)):
+                    total = float(value)
+        except OSError:
+            continue
+    return total

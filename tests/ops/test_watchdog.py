@@ -1,0 +1,157 @@
+"""The systemd watchdog: WATCHDOG=1 pings from the event loop stop when the loop is blocked.
+
+A fake ``NOTIFY_SOCKET`` (a unix datagram socket the test reads) stands in for systemd. Two
+ways to block the loop: in-process, a callback that sleeps *on* the loop (so the pings cannot
+come from some helper thread); and a real daemon process frozen with SIGSTOP. No test measures
+speed: each waits generously for pings to arrive, and asserts that none arrived while the loop
+could not run.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import socket
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from bridge.runtime.daemon import run_watchdog, watchdog_interval
+from bridge.runtime.sdnotify import Notifier
+from tests.control.fake_handler import short_home
+from tests.ops.support import RunningDaemon, clean_env
+
+
+@pytest.fixture
+def notify_socket() -> Iterator[tuple[str, socket.socket]]:
+    with short_home() as directory:
+        path = str(directory / "notify")
+        sock = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+        sock.bind(path)
+        try:
+            yield path, sock
+        finally:
+            sock.close()
+
+
+def drain(sock: socket.socket) -> list[str]:
+    """Every datagram waiting in the socket, without blocking."""
+    got = []
+    sock.setblocking(False)
+    try:
+        while True:
+            got.append(sock.recv(4096).decode())
+    except BlockingIOError:
+        return got
+    finally:
+        sock.setblocking(True)
+
+
+def wait_for(sock: socket.socket, predicate: str, count: int = 1, timeout: float = 60) -> list[str]:
+    """Datagrams until `count` of them contain `predicate` (fails after `timeout`)."""
+    seen: list[str] = []
+    deadline = time.monotonic() + timeout
+    while sum(predicate in message for message in seen) < count:
+        left = deadline - time.monotonic()
+        assert left > 0, f"waited for {count}× {predicate!r}; got {seen!r}"
+        sock.settimeout(left)
+        try:
+            seen.append(sock.recv(4096).decode())
+        except TimeoutError:
+            continue
+    sock.settimeout(None)
+    return seen
+
+
+INTERVALS = [
+    ({}, None),
+    ({"WATCHDOG_USEC": ""}, None),
+    ({"WATCHDOG_USEC": "0"}, None),
+    ({"WATCHDOG_USEC": "soon"}, None),
+    ({"WATCHDOG_USEC": "60000000"}, 30.0),
+    ({"WATCHDOG_USEC": "1000000", "WATCHDOG_PID": "4242"}, 0.5),
+    ({"WATCHDOG_USEC": "1000000", "WATCHDOG_PID": "4243"}, None),
+    ({"WATCHDOG_USEC": "1000000", "WATCHDOG_PID": "x"}, None),
+]
+
+
+@pytest.mark.parametrize(("env", "expected"), INTERVALS, ids=[str(e) for e, _ in INTERVALS])
+def test_watchdog_interval_is_half_the_timeout_for_this_pid(
+    env: dict[str, str], expected: float | None
+) -> None:
+    assert watchdog_interval(env, 4242) == expected
+
+
+async def test_a_blocked_loop_sends_no_ping(notify_socket: tuple[str, socket.socket]) -> None:
+    path, sock = notify_socket
+    notifier = Notifier({"NOTIFY_SOCKET": path})
+    ticks: list[int] = []
+    task = asyncio.create_task(run_watchdog(notifier, 0.05, on_tick=lambda: ticks.append(1)))
+    try:
+        await asyncio.to_thread(wait_for, sock, "WATCHDOG=1", 3)
+        during: list[str] = []
+
+        def block() -> None:
+            drain(sock)  # whatever was sent before the loop stopped
+            time.sleep(1.0)  # 20 intervals with the loop blocked
+            during.extend(drain(sock))
+
+        done = asyncio.get_running_loop().create_future()
+        asyncio.get_running_loop().call_soon(lambda: (block(), done.set_result(None)))
+        await done
+        assert during == []
+        await asyncio.to_thread(wait_for, sock, "WATCHDOG=1", 2)  # and they resume
+        assert ticks
+    finally:
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+
+
+async def test_a_failing_status_tick_does_not_stop_the_pings(
+    notify_socket: tuple[str, socket.socket],
+) -> None:
+    path, sock = notify_socket
+
+    def broken() -> None:
+        raise RuntimeError("status failed")
+
+    task = asyncio.create_task(
+        run_watchdog(Notifier({"NOTIFY_SOCKET": path}), 0.05, on_tick=broken)
+    )
+    try:
+        await asyncio.to_thread(wait_for, sock, "WATCHDOG=1", 3)
+    finally:
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+
+
+@pytest.mark.integration
+def test_daemon_pings_and_stops_pinging_when_frozen(
+    notify_socket: tuple[str, socket.socket], tmp_path: Path
+) -> None:
+    path, sock = notify_socket
+    env = clean_env(NOTIFY_SOCKET=path, WATCHDOG_USEC="1000000")
+    daemon = RunningDaemon(tmp_path / "home", env=env)
+    try:
+        seen = wait_for(sock, "WATCHDOG=1", 3)
+        assert any("READY=1" in message for message in seen)
+        assert any(m.startswith("STATUS=relays ") for m in seen), seen
+        os.kill(daemon.proc.pid, signal.SIGSTOP)
+        try:
+            time.sleep(0.2)  # a datagram sent just before the stop is in the buffer by now
+            drain(sock)
+            time.sleep(2.0)  # four intervals
+            assert drain(sock) == []
+        finally:
+            os.kill(daemon.proc.pid, signal.SIGCONT)
+        wait_for(sock, "WATCHDOG=1", 2)
+    finally:
+        code, log = daemon.stop()
+    assert code == 0, log
+    assert "systemd watchdog: WATCHDOG=1 every 0.5 s" in log
+    assert any("STOPPING=1" in message for message in drain(sock))
