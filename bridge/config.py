@@ -41,7 +41,10 @@ _ENV_NAMES = {
     "machine_name": "CODEDECK_MACHINE_NAME",
     "embedded_relay": "CODEDECK_EMBEDDED_RELAY",
     "key_file": "CODEDECK_KEY_FILE",
+    "agent": "CODEDECK_AGENT",
+    "claude_path": "CODEDECK_CLAUDE_PATH",
 }
+AGENTS = ("claude", "scripted")
 
 
 _FLAG_NAMES = {"relays": "--relay", "workspaces": "--workspace"}
@@ -61,6 +64,8 @@ class Settings:
     machine_name: str
     embedded_relay: tuple[str, int]
     key_file: Path | None
+    agent: str = "claude"
+    claude_path: Path | None = None
     origins: Mapping[str, str] = field(default_factory=dict)
 
     @property
@@ -256,6 +261,31 @@ def load_settings(
     if key_file is None:
         origins.setdefault("key_file", "default (identity kept in the store)")
 
+    agent = "claude"
+    if (got := pick("agent")) is not None:
+        raw, origins["agent"] = got
+        agent = _as_str(raw, setting="agent", origin=origins["agent"])
+        if agent not in AGENTS:
+            raise ConfigError(
+                f"agent ({origins['agent']}): {agent!r} is not an agent this bridge runs; "
+                f"use one of {', '.join(AGENTS)}"
+            )
+    else:
+        origins["agent"] = "default (Claude Code)"
+
+    claude_path: Path | None = None
+    if (got := pick("claude_path")) is not None:
+        raw, origins["claude_path"] = got
+        text = _as_str(raw, setting="claude_path", origin=origins["claude_path"])
+        claude_path = Path(os.path.expanduser(text))
+        if not claude_path.is_file():
+            raise ConfigError(
+                f"claude_path ({origins['claude_path']}): {claude_path} is not a file; point it "
+                "at the claude executable, or remove the setting to use the bundled CLI"
+            )
+    else:
+        origins["claude_path"] = "default (the CLI bundled with claude-agent-sdk)"
+
     return Settings(
         home=home,
         relays=tuple(relays),
@@ -263,6 +293,8 @@ def load_settings(
         machine_name=machine_name,
         embedded_relay=embedded,
         key_file=key_file,
+        agent=agent,
+        claude_path=claude_path,
         origins=origins,
     )
 
@@ -287,5 +319,11 @@ def describe(settings: Settings) -> Sequence[tuple[str, str, str]]:
             "key_file",
             str(settings.key_file) if settings.key_file else "(none)",
             settings.origins["key_file"],
+        ),
+        ("agent", settings.agent, settings.origins["agent"]),
+        (
+            "claude_path",
+            str(settings.claude_path) if settings.claude_path else "(bundled)",
+            settings.origins["claude_path"],
         ),
     ]

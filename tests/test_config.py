@@ -106,5 +106,7 @@ def test_describe_lists_every_setting_with_its_origin(tmp_path: Path) -> None:
         "machine_name",
         "embedded_relay",
         "key_file",
+        "agent",
+        "claude_path",
     ]
     assert all(origin for _, _, origin in rows)

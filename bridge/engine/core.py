@@ -19,17 +19,18 @@ features behind them exist; their capabilities are not advertised.
 
 from __future__ import annotations
 
-import datetime as _dt
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from bridge.engine.accounts import Accounts
 from bridge.engine.attachments import Attachments
+from bridge.engine.broker import Broker, BrokerResult
 from bridge.engine.credentials import Credentials
 from bridge.engine.effects import (
     AddInbox,
     AddTombstone,
     AdvanceCursor,
+    AnswerPermission,
     AppendTranscript,
     CloseRunner,
     Commit,
@@ -40,6 +41,7 @@ from bridge.engine.effects import (
     Dropped,
     Effect,
     InterruptRunner,
+    ListModels,
     MarkProcessed,
     Notify,
     PairedPhone,
@@ -72,7 +74,9 @@ from bridge.engine.inputs import (
     ImageRefused,
     ImageSaved,
     Input,
+    ModelsListed,
     PairingWindowRequested,
+    PermissionRequested,
     PhonePairedManually,
     PhoneUnpaired,
     ProviderProbed,
@@ -88,17 +92,21 @@ from bridge.engine.sessions import (
     to_remote_info,
 )
 from bridge.engine.sync import SyncServer
+from bridge.engine.timefmt import iso
 from bridge.engine.uploads import injected_text
 from bridge.nostr.filters import Filter
 from bridge.nostr.keys import hex_to_npub
 from bridge.protocol import (
     CHUNKED,
     CUSTOM_PROVIDERS,
+    DIFF,
     FOLDERS,
     GSD,
     IMAGES,
+    MODELS,
     PROTOCOL_VERSION,
     SYNC_V1,
+    USAGE,
     BridgeToPhone,
     CloseSessionAckMessage,
     CloseSessionCommand,
@@ -113,16 +121,21 @@ from bridge.protocol import (
     InputCommand,
     InputFailedMessage,
     InterruptCommand,
+    KeypressCommand,
     ModeCommand,
     ModeConfirmedMessage,
     ModelCommand,
     ModelConfirmedMessage,
+    ModelsMessage,
+    ModelsRequestCommand,
     OutputEntry,
     OutputMessage,
     PairAckMessage,
     PairRequestCommand,
+    PermissionResCommand,
     PhoneToBridge,
     ProviderProfilesRequestCommand,
+    QuestionInputCommand,
     RefreshSessionsCommand,
     RemoteSessionInfo,
     SessionFailedMessage,
@@ -136,24 +149,32 @@ from bridge.protocol import (
     SyncRequestCommand,
     UploadImageBlossomCommand,
     UploadImageChunkedCommand,
+    UsageData,
+    UsageMessage,
+    UsageRequestCommand,
 )
 from bridge.protocol.kinds import COMMAND_KIND
 
 __all__ = ["BRIDGE_CAPABILITIES", "Engine", "EngineConfig", "EngineState", "iso"]
 
-BRIDGE_CAPABILITIES: tuple[str, ...] = (SYNC_V1, FOLDERS, GSD, IMAGES, CUSTOM_PROVIDERS, CHUNKED)
+BRIDGE_CAPABILITIES: tuple[str, ...] = (
+    SYNC_V1,
+    FOLDERS,
+    GSD,
+    IMAGES,
+    USAGE,
+    MODELS,
+    DIFF,
+    CUSTOM_PROVIDERS,
+    CHUNKED,
+)
 """What this bridge really implements today (a heartbeat never advertises more)."""
 
+NO_MODELS_ERROR = "No live Claude session answered — start or open a session and try again."
 HEARTBEAT_INTERVAL = 60.0
 HEARTBEAT_DEBOUNCE = 1.0
 """Changes within a second share one heartbeat (keeps its strictly increasing clock real)."""
 PRUNE_INTERVAL = 60.0
-
-
-def iso(now: float) -> str:
-    """ISO-8601 UTC with milliseconds, as JavaScript's ``toISOString``."""
-    moment = _dt.datetime.fromtimestamp(now, tz=_dt.UTC)
-    return moment.strftime("%Y-%m-%dT%H:%M:%S.") + f"{moment.microsecond // 1000:03d}Z"
 
 
 @dataclass(frozen=True, slots=True)
@@ -168,6 +189,8 @@ class EngineConfig:
     capabilities: tuple[str, ...] = BRIDGE_CAPABILITIES
     heartbeat_interval: float = HEARTBEAT_INTERVAL
     heartbeat_debounce: float = HEARTBEAT_DEBOUNCE
+    home: str = "/"
+    """The user's home directory (the risk gate guards it)."""
     env_api_key: str | None = field(default=None, repr=False)
     """The daemon environment's ``ANTHROPIC_API_KEY`` (it wins over a stored key)."""
 
@@ -215,6 +238,10 @@ class Engine:
             config.machine, state.providers, state.credentials, config.env_api_key
         )
         self.attachments = Attachments()
+        self.broker = Broker(config.home)
+        self._meta_applied: set[str] = set()
+        self.session_cost: dict[str, float] = {}
+        """The cumulative ``total_cost_usd`` of each session's last result (for ``usage``)."""
         self.window: PairingWindow | None = None
         self._nacks = NackBudget()
         self.folders: tuple[str, ...] = ()
@@ -289,6 +316,7 @@ class Engine:
             deadlines.append(self.window.expires_at)
         deadlines.append(self.sync.next_deadline())
         deadlines.append(self.attachments.next_deadline())
+        deadlines.append(self.broker.next_deadline())
         return min((d for d in deadlines if d is not None), default=None)
 
     # --- inputs -----------------------------------------------------------------------------------
@@ -296,6 +324,9 @@ class Engine:
     def tick(self, now: float) -> list[Effect]:
         effects: list[Effect] = list(self.sync.tick(now))
         effects.extend(self.attachments.tick(now))
+        expired = self.broker.expire(now)
+        if expired.answers:
+            effects.extend(self._broker_effects(None, expired, now))
         if self.window is not None and not self.window.is_open(now):
             self.window = None
             effects.append(Resubscribe())
@@ -345,6 +376,16 @@ class Engine:
                     self.folders = event.folders
                     self._mark_dirty(now)
                 return []
+            case PermissionRequested():
+                return self._on_permission_requested(event, now)
+            case ModelsListed():
+                if event.models:
+                    models = ModelsMessage(
+                        models=list(event.models), defaultModel=event.default_model
+                    )
+                else:
+                    models = ModelsMessage(models=[], error=NO_MODELS_ERROR)
+                return [Commit((), outbox=(Publish(models, self._audience()),))]
             case ProviderProbed():
                 return self.accounts.provider_probed(
                     event.phone, event.profile_id, event.valid, self._audience()
@@ -439,10 +480,13 @@ class Engine:
             case RefreshSessionsCommand():
                 return [Commit(tuple(marks)), *self._heartbeat(now)]
             case InterruptCommand():
-                follow: list[Effect] = []
+                denied = self.broker.deny_all(
+                    command.sessionId, "Interrupted by the user.", now, "interrupted"
+                )
+                effects = self._broker_effects(command.sessionId, denied, now, marks)
                 if command.sessionId in self._alive:
-                    follow.append(InterruptRunner(command.sessionId))
-                return [Commit(tuple(marks)), *follow]
+                    effects.append(InterruptRunner(command.sessionId))
+                return effects
             case ModeCommand() | EffortCommand() | ModelCommand():
                 return self._on_option(command, marks)
             case CreateFolderCommand():
@@ -474,6 +518,41 @@ class Engine:
                 ]
             case PairRequestCommand():
                 return self._on_pair_request(command, verdict, now, marks)
+            case ModelsRequestCommand():
+                return [Commit(tuple(marks)), ListModels()]
+            case UsageRequestCommand():
+                record = self.registry.get(command.sessionId)
+                if record is None or record.state == PENDING_STATE:
+                    return [Commit(tuple(marks)), Dropped("usage-request for an unknown session")]
+                if record.provider_id is not None:
+                    # Usage is Anthropic's price table and subscription windows: nothing for a
+                    # provider-bound session beats a wrong number (PROTOCOL.md §13).
+                    return [Commit(tuple(marks))]
+                usage = UsageData(
+                    available=False,
+                    subscriptionType=None,
+                    sessionCostUsd=self.session_cost.get(record.session_id),
+                    fetchedAt=iso(now),
+                )
+                message = UsageMessage(sessionId=record.session_id, usage=usage)
+                return [Commit(tuple(marks)), Publish(message, self._audience())]
+            case PermissionResCommand():
+                result = self.broker.permission_response(
+                    command.sessionId, command.requestId, command.allow, command.modifier, now
+                )
+                if result is None:
+                    return [Commit(tuple(marks)), Dropped("permission-res for no pending card")]
+                return self._broker_effects(command.sessionId, result, now, marks)
+            case KeypressCommand():
+                return self._on_keypress(command, now, marks)
+            case QuestionInputCommand():
+                answered = self.broker.answer_question(
+                    command.sessionId, text=command.text, now=now
+                )
+                if answered is not None:
+                    return self._broker_effects(command.sessionId, answered, now, marks)
+                as_input = InputCommand(sessionId=command.sessionId, text=command.text)
+                return self._on_input(as_input, now, marks)
             case SetProviderProfileCommand():
                 return self.accounts.set_provider_profile(
                     command, phone, now, marks, self._audience
@@ -511,7 +590,34 @@ class Engine:
                 sessionId=command.sessionId, reason=reason, inputId=command.inputId
             )
             return [Commit(tuple(marks), outbox=(Publish(failed, self._audience()),))]
+        if self.broker.question_open(record.session_id) is not None:
+            return self._input_answers_question(record, command, now, marks)
         return self._accept_input(record, command.text, command.text, command.inputId, now, marks)
+
+    def _input_answers_question(
+        self, record: SessionRecord, command: InputCommand, now: float, marks: list[StoreOp]
+    ) -> list[Effect]:
+        """While a question card is open, typed text answers it (it is not a new prompt)."""
+        entry = OutputEntry(
+            entryType="text", content=command.text, timestamp=iso(now), metadata={"role": "user"}
+        )
+        seq = record.seq_high + 1
+        record = self.registry.update(record.session_id, seq_high=seq) or record
+        answered = self.broker.answer_question(record.session_id, text=command.text, now=now)
+        effects = self._broker_effects(
+            record.session_id,
+            answered or BrokerResult(),
+            now,
+            [*marks, AppendTranscript(record.session_id, seq, entry)],
+        )
+        commit = effects[0]
+        assert isinstance(commit, Commit)
+        if command.inputId:
+            ack = InputAckMessage(sessionId=record.session_id, inputId=command.inputId)
+            effects[0] = Commit(commit.ops, outbox=(Publish(ack, self._audience()),))
+        output = OutputMessage(sessionId=record.session_id, seq=seq, entry=entry)
+        effects.insert(1, Publish(output, self._audience()))
+        return effects
 
     def _accept_input(
         self,
@@ -550,6 +656,72 @@ class Engine:
             ),
             SendToRunner(record.session_id),
         ]
+
+    # --- permission cards -----------------------------------------------------------------------
+
+    def _on_permission_requested(self, event: PermissionRequested, now: float) -> list[Effect]:
+        record = self.registry.get(event.session_id)
+        if record is None:
+            return [AnswerPermission(event.session_id, event.request_id, False, "No such session.")]
+        result = self.broker.request(
+            event.session_id,
+            event.request_id,
+            event.tool_name,
+            event.tool_input,
+            mode=record.permission_mode or "default",
+            cwd=record.cwd,
+            roots=self.config.roots,
+            description=event.description,
+            agent_id=event.agent_id,
+            now=now,
+        )
+        return self._broker_effects(event.session_id, result, now)
+
+    def _on_keypress(
+        self, command: KeypressCommand, now: float, marks: list[StoreOp]
+    ) -> list[Effect]:
+        result: BrokerResult | None = None
+        if command.context == "plan-approval":
+            result = self.broker.plan_key(command.sessionId, command.key, now)
+        elif (
+            command.context == "question"
+            and command.key.isascii()
+            and command.key.isdigit()
+            and len(command.key) <= 4
+        ):
+            result = self.broker.answer_question(
+                command.sessionId, option=int(command.key), now=now
+            )
+        if result is None:
+            return [
+                Commit(tuple(marks)),
+                Dropped(f"keypress {command.context or 'without context'} ignored"),
+            ]
+        return self._broker_effects(command.sessionId, result, now, marks)
+
+    def _broker_effects(
+        self,
+        session_id: str | None,
+        result: BrokerResult,
+        now: float,
+        marks: Sequence[StoreOp] = (),
+    ) -> list[Effect]:
+        """Card entries (durable, then live), the audit rows, then the answers to the runner."""
+        ops: list[StoreOp] = [*marks, *result.decisions]
+        publishes: list[Effect] = []
+        record = self.registry.get(session_id) if session_id is not None else None
+        if record is not None:
+            for entry in result.entries:
+                seq = record.seq_high + 1
+                record = self.registry.update(record.session_id, seq_high=seq) or record
+                ops.append(AppendTranscript(record.session_id, seq, entry))
+                publishes.append(
+                    Publish(
+                        OutputMessage(sessionId=record.session_id, seq=seq, entry=entry),
+                        self._audience(),
+                    )
+                )
+        return [Commit(tuple(ops)), *publishes, *result.answers]
 
     def _on_image_saved(self, event: ImageSaved, now: float) -> list[Effect]:
         record = self.registry.get(event.session_id)
@@ -602,6 +774,7 @@ class Engine:
 
     def _on_close_session(self, session_id: str, now: float, marks: list[StoreOp]) -> list[Effect]:
         removed = self.registry.remove(session_id)
+        self.broker.forget(session_id)
         self._alive.discard(session_id)
         self._dead.discard(session_id)
         self.sync.abort_session(session_id)
@@ -745,6 +918,7 @@ class Engine:
             return [CloseRunner(event.session_id)]
         self._alive.add(event.session_id)
         self._dead.discard(event.session_id)
+        self.broker.forget(event.session_id)  # after a restart the runner denied its own cards
         changes: dict[str, object] = {}
         if event.sdk_session_id and event.sdk_session_id != record.sdk_session_id:
             changes["sdk_session_id"] = event.sdk_session_id
@@ -768,6 +942,7 @@ class Engine:
         return [Commit((SaveSession(record),)), SendToRunner(record.session_id)]
 
     def _on_agent_failed(self, event: AgentFailed, now: float) -> list[Effect]:
+        self.broker.forget(event.session_id)
         record = self.registry.get(event.session_id)
         self._alive.discard(event.session_id)
         self._dead.add(event.session_id)
@@ -784,6 +959,7 @@ class Engine:
         return self._end(record, f"Session could not be resumed: {event.reason}", now)
 
     def _on_agent_ended(self, event: AgentEnded, now: float) -> list[Effect]:
+        self.broker.forget(event.session_id)
         record = self.registry.get(event.session_id)
         self._alive.discard(event.session_id)
         self._dead.add(event.session_id)
@@ -814,7 +990,36 @@ class Engine:
         record = self.registry.get(event.session_id)
         if record is None or record.state == PENDING_STATE:
             return [Dropped(f"entry for unknown session {event.session_id[:8]}")]
-        return self._append(record, event.entry, now)
+        entry = event.entry
+        metadata = dict(entry.metadata or {})
+        changes: dict[str, object] = {}
+        meta = metadata.pop("session_meta", None)
+        if isinstance(meta, dict) and record.session_id not in self._meta_applied:
+            # The agent's first session-meta names the session (each at most 40 characters).
+            self._meta_applied.add(record.session_id)
+            topic, project = str(meta.get("topic") or "")[:40], str(meta.get("project") or "")[:40]
+            if topic:
+                changes["title"] = topic
+            if project:
+                changes["project"] = project
+        if metadata.get("subtype") == "result":
+            window = metadata.get("context_window")
+            percentage = metadata.get("context_percentage")
+            if isinstance(window, int) and not isinstance(window, bool) and window > 0:
+                changes["context_window"] = window
+            if isinstance(percentage, (int, float)) and not isinstance(percentage, bool):
+                changes["context_percentage"] = float(min(100.0, max(0.0, percentage)))
+            cost = metadata.get("total_cost_usd")
+            if isinstance(cost, (int, float)) and not isinstance(cost, bool):
+                self.session_cost[record.session_id] = float(cost)
+        if changes:
+            self._mark_dirty(now)
+        if meta is not None:
+            entry = entry.model_copy(update={"metadata": metadata or None})
+            if not entry.content:  # the text was only the tag: nothing to show
+                record = self.registry.update(record.session_id, **changes) or record
+                return [Commit((SaveSession(record),))]
+        return self._append(record, entry, now, **changes)
 
     def _append(
         self, record: SessionRecord, entry: OutputEntry, now: float, **changes: object

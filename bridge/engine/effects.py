@@ -44,6 +44,7 @@ __all__ = [
     "Effect",
     "FetchBlossomImage",
     "InterruptRunner",
+    "ListModels",
     "MarkProcessed",
     "Notify",
     "PairedPhone",
@@ -52,6 +53,7 @@ __all__ = [
     "PruneProcessed",
     "Publish",
     "ReadGsdState",
+    "RecordDecision",
     "Resubscribe",
     "SaveDeviceConfig",
     "SaveImage",
@@ -197,6 +199,18 @@ class SaveDeviceConfig:
 
 
 @dataclass(frozen=True, slots=True)
+class RecordDecision:
+    """Append one permission verdict to the audit log (labels and a short text, no tool input)."""
+
+    at: str
+    session_id: str
+    tool: str
+    outcome: str
+    reasons: tuple[str, ...] = ()
+    detail: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
 class AddInbox:
     """An accepted input waiting for its runner; `uid` makes the hand-off exactly-once."""
 
@@ -222,6 +236,7 @@ StoreOp = (
     | DeleteProviderProfile
     | SetCredential
     | SaveDeviceConfig
+    | RecordDecision
 )
 
 
@@ -388,6 +403,11 @@ class SaveImage:
 
 
 @dataclass(frozen=True, slots=True)
+class ListModels:
+    """Ask the agent which models it offers (a live session's, or a short-lived one's)."""
+
+
+@dataclass(frozen=True, slots=True)
 class Notify:
     """Tell local listeners (the CLI waiting in ``pair``) that something happened."""
 
@@ -421,6 +441,7 @@ Effect = (
     | ReadGsdState
     | FetchBlossomImage
     | SaveImage
+    | ListModels
     | Notify
     | Dropped
 )

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from bridge.nostr.event import VerifiedEvent
-from bridge.protocol import GsdState, OutputEntry
+from bridge.protocol import GsdState, ModelEntry, OutputEntry
 
 __all__ = [
     "AgentEnded",
@@ -30,6 +30,7 @@ __all__ = [
     "ImageRefused",
     "ImageSaved",
     "Input",
+    "ModelsListed",
     "PairingWindowRequested",
     "PermissionRequested",
     "PhonePairedManually",
@@ -216,6 +217,14 @@ class ImageSaved:
     text: str
 
 
+@dataclass(frozen=True, slots=True)
+class ModelsListed:
+    """The answer to ``ListModels``: the models (may be empty) and the default, if known."""
+
+    models: tuple[ModelEntry, ...]
+    default_model: str | None = None
+
+
 Input = (
     CommandEventReceived
     | PairingWindowRequested
@@ -237,4 +246,5 @@ Input = (
     | ImageReceived
     | ImageRefused
     | ImageSaved
+    | ModelsListed
 )

@@ -34,7 +34,9 @@ from typing import Any
 from urllib.parse import quote
 
 from bridge import __version__
-from bridge.agents.base import RunnerFactory
+from bridge.agents.base import RunnerError, RunnerFactory, SessionSpec
+from bridge.agents.claude import claude_runner_factory, fetch_models, provider_env
+from bridge.agents.scripted import scripted_runner_factory
 from bridge.config import Settings
 from bridge.control.methods import (
     PairNpubResult,
@@ -54,6 +56,7 @@ from bridge.engine.effects import (
     AddInbox,
     AddTombstone,
     AdvanceCursor,
+    AnswerPermission,
     AppendTranscript,
     CloseRunner,
     Commit,
@@ -66,6 +69,7 @@ from bridge.engine.effects import (
     Effect,
     FetchBlossomImage,
     InterruptRunner,
+    ListModels,
     MarkProcessed,
     Notify,
     PairedPhone,
@@ -74,6 +78,7 @@ from bridge.engine.effects import (
     PruneProcessed,
     Publish,
     ReadGsdState,
+    RecordDecision,
     Resubscribe,
     SaveDeviceConfig,
     SaveImage,
@@ -92,6 +97,7 @@ from bridge.engine.inputs import (
     FolderCreated,
     FoldersScanned,
     Input,
+    ModelsListed,
     PairingWindowRequested,
     PhonePairedManually,
     PhoneUnpaired,
@@ -102,7 +108,14 @@ from bridge.nostr.keys import Keypair, hex_to_npub
 from bridge.nostr.nip44 import ConversationKeyCache, decrypt
 from bridge.nostr.pool import RelayPool
 from bridge.nostr.relay import RelayEventReceived
-from bridge.protocol import SessionsMessage, SyncChunkEntry, SyncChunkMessage, decode_as
+from bridge.protocol import (
+    ModelEntry,
+    SessionsMessage,
+    SyncChunkEntry,
+    SyncChunkMessage,
+    decode_as,
+    diff_allowed,
+)
 from bridge.protocol.shared import OutputEntry
 from bridge.runtime.embedded_relay import EmbeddedRelay, EmbeddedRelayError
 from bridge.runtime.errands import Errands
@@ -114,6 +127,7 @@ from bridge.runtime.workspace import WorkspaceError, create_folder, scan_folders
 from relaypolicy.embedded import EmbeddedPolicy
 from relaypolicy.pipeline import RelayPolicy
 from store import bridge_state
+from store import decisions as decisions_store
 from store import device_config as device_config_store
 from store import secrets as secrets_store
 from store.db import BridgeDatabase, open_bridge_db
@@ -131,6 +145,8 @@ __all__ = [
 logger = logging.getLogger(__name__)
 
 RELAY_DIR_NAME = "relay"
+_SERVICE_ONLY_ENV = frozenset({"NOTIFY_SOCKET", "LISTEN_FDS", "LISTEN_PID", "LISTEN_FDNAMES"})
+"""systemd's variables for the daemon itself, not for the agents it spawns."""
 INPUT_QUEUE_LIMIT = 50_000
 FOLDER_SCAN_INTERVAL = 30.0
 RETENTION_INTERVAL = 24 * 3600.0
@@ -167,7 +183,7 @@ class Daemon:
         settings: Settings,
         db: BridgeDatabase,
         keypair: Keypair,
-        runner_factory: RunnerFactory,
+        runner_factory: RunnerFactory | None = None,
         *,
         clock: Callable[[], float] = time.time,
     ) -> None:
@@ -283,6 +299,13 @@ class Daemon:
             case CloseRunner():
                 assert self.runners is not None
                 self.runners.close(effect.session_id)
+            case AnswerPermission():
+                assert self.runners is not None
+                self.runners.answer(effect)
+            case ListModels():
+                task = asyncio.create_task(self._list_models(), name="list-models")
+                self._background.add(task)
+                task.add_done_callback(self._background.discard)
             case CreateFolder():
                 await self._create_folder(effect)
             case (
@@ -354,6 +377,16 @@ class Daemon:
                         if op.value:
                             register_secret(op.value)
                         await secrets_store.set_credential(self.db, op.name, op.value)
+                    case RecordDecision():
+                        await decisions_store.record_decision(
+                            self.db,
+                            at=op.at,
+                            session_id=op.session_id,
+                            tool=op.tool,
+                            outcome=op.outcome,
+                            reasons=op.reasons,
+                            detail=op.detail,
+                        )
                     case SaveDeviceConfig():
                         await device_config_store.save_device_config(self.db, op.phone, op.config)
             await self.outbound.queue_durable(sealed)
@@ -444,32 +477,69 @@ class Daemon:
         logger.info("systemd watchdog: WATCHDOG=1 every %.1f s from the event loop", interval)
 
     def _session_env(self, record: SessionRecord) -> dict[str, str] | str:
-        """The environment a session's agent gets on top of the daemon's, or why it cannot run.
+        """Variables a session's agent gets on top of the daemon's environment, or why it
+        cannot start (checked at every spawn, restart and resume).
 
-        A provider-bound session gets its profile's endpoint, token and default models (looked
-        up again at every spawn, restart and resume); the runner scrubs the vendor variables.
-        Otherwise a stored Anthropic key is used when the environment has none.
+        A provider-bound session must still resolve to a usable profile (its variables are set,
+        and the vendor ones scrubbed, by :meth:`_claude_env`). Otherwise a stored Anthropic key
+        is used when the environment has none.
         """
         assert self.engine is not None
         accounts = self.engine.accounts
         if record.provider_id is not None:
             resolved = accounts.book.resolve_for_session(record.provider_id, record.model)
-            if isinstance(resolved, str):
-                return resolved
-            return {
-                "ANTHROPIC_BASE_URL": resolved.base_url,
-                "ANTHROPIC_AUTH_TOKEN": resolved.token,
-                "ANTHROPIC_MODEL": resolved.model,
-                "ANTHROPIC_DEFAULT_OPUS_MODEL": resolved.model,
-                "ANTHROPIC_DEFAULT_SONNET_MODEL": resolved.model,
-                "ANTHROPIC_DEFAULT_HAIKU_MODEL": resolved.model,
-                "ANTHROPIC_SMALL_FAST_MODEL": resolved.model,
-                "CLAUDE_CODE_SUBAGENT_MODEL": resolved.model,
-            }
+            return resolved if isinstance(resolved, str) else {}
         key = accounts.api_key
         if key and not os.environ.get("ANTHROPIC_API_KEY"):
             return {"ANTHROPIC_API_KEY": key}
         return {}
+
+    async def _claude_env(self, spec: SessionSpec, env: Mapping[str, str]) -> Mapping[str, str]:
+        """The Claude runner's environment hook: a provider-bound session runs on its profile."""
+        if spec.provider_id is None or self.engine is None:
+            return env
+        resolved = self.engine.accounts.book.resolve_for_session(spec.provider_id, spec.model)
+        if isinstance(resolved, str):
+            raise RunnerError(resolved)
+        return provider_env(env, resolved.base_url, resolved.token, resolved.model)
+
+    async def _list_models(self) -> None:
+        """The models for ``models-request``: a live session's, else a short-lived CLI's."""
+        models: list[ModelEntry] = []
+        if self.settings.agent == "scripted":
+            models = [ModelEntry(id="scripted", label="Scripted test agent")]
+        elif self.runners is not None:
+            models = self.runners.models()
+            if not models and self.settings.workspaces:
+                try:
+                    models = await fetch_models(
+                        self.settings.workspaces[0], cli_path=self.settings.claude_path
+                    )
+                except Exception:
+                    logger.exception("! listing the Claude Code models failed")
+        self.feed(ModelsListed(tuple(models)))
+
+    def _make_runner_factory(self) -> RunnerFactory:
+        if self.settings.agent == "scripted":
+            logger.warning(
+                "sessions run the scripted test agent (agent = scripted), not Claude Code"
+            )
+            return scripted_runner_factory(self.settings.home / "scripted")
+        base_env = {
+            name: value
+            for name, value in os.environ.items()
+            if name not in _SERVICE_ONLY_ENV and not name.startswith("WATCHDOG_")
+        }
+
+        def diff_gate() -> bool:
+            return self.engine is not None and diff_allowed(self.engine.phone_caps)
+
+        return claude_runner_factory(
+            cli_path=self.settings.claude_path,
+            base_env=base_env,
+            env_hook=self._claude_env,
+            diff_allowed=diff_gate,
+        )
 
     # --- timers -----------------------------------------------------------------------------------
 
@@ -533,6 +603,7 @@ class Daemon:
                 relays=tuple(self._public_relays),
                 roots=tuple(str(p) for p in self.settings.workspaces),
                 env_api_key=os.environ.get("ANTHROPIC_API_KEY"),
+                home=str(Path.home()),
             ),
             state,
             decrypt=self._decrypt,
@@ -540,7 +611,7 @@ class Daemon:
             now=self._clock(),
         )
         self.runners = RunnerManager(
-            self._runner_factory,
+            self._runner_factory or self._make_runner_factory(),
             self.db,
             self.settings.workspaces,
             self.feed,
@@ -779,15 +850,6 @@ class _DaemonRegistry:
         return int(engine.window.expires_at)
 
 
-def _default_runner_factory(settings: Settings) -> RunnerFactory:
-    from bridge.agents.scripted import scripted_runner_factory
-
-    logger.warning(
-        "sessions run the scripted echo agent: the Claude Code runner is not part of this build yet"
-    )
-    return scripted_runner_factory(settings.home / "scripted")
-
-
 async def run_daemon(
     settings: Settings,
     *,
@@ -811,8 +873,7 @@ async def run_daemon(
                 raise DaemonError(str(exc)) from None
             register_secret(keypair.secret_hex)
             register_secret(keypair.nsec)
-            factory = runner_factory or _default_runner_factory(settings)
-            daemon = Daemon(settings, db, keypair, factory)
+            daemon = Daemon(settings, db, keypair, runner_factory)
             installed = _install_stop_signals(stop)
             try:
                 await daemon.serve(stop)

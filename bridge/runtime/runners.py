@@ -15,8 +15,9 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from bridge.agents.base import Emit, Runner, RunnerError, RunnerFactory, SessionSpec
-from bridge.engine.effects import SessionRecord
+from bridge.engine.effects import AnswerPermission, SessionRecord
 from bridge.engine.inputs import AgentFailed, AgentOptionSet, AgentReady, Input
+from bridge.protocol import ModelEntry
 from bridge.runtime.workspace import WorkspaceError, resolve_session_cwd
 from store import bridge_state
 from store.db import BridgeDatabase
@@ -54,6 +55,16 @@ class RunnerManager:
     def running(self) -> int:
         return len(self._ready)
 
+    def models(self) -> list[ModelEntry]:
+        """The model list of any live runner that can tell (the Claude runner can)."""
+        for session_id in self._ready:
+            lister = getattr(self._runners.get(session_id), "models", None)
+            if callable(lister):
+                found = lister()
+                if found:
+                    return list(found)
+        return []
+
     def _lock(self, session_id: str) -> asyncio.Lock:
         return self._locks.setdefault(session_id, asyncio.Lock())
 
@@ -83,6 +94,9 @@ class RunnerManager:
 
     def set_option(self, session_id: str, option: str, value: str) -> None:
         self._spawn(self._set_option(session_id, option, value), f"option {session_id[:8]}")
+
+    def answer(self, answer: AnswerPermission) -> None:
+        self._spawn(self._answer(answer), f"answer {answer.session_id[:8]}")
 
     def close(self, session_id: str) -> None:
         self._spawn(self._close(session_id), f"close {session_id[:8]}")
@@ -208,6 +222,23 @@ class RunnerManager:
             await getattr(runner, method)()
         except RunnerError as exc:
             logger.warning("! %s of %s failed: %s", method, session_id[:8], exc)
+
+    async def _answer(self, answer: AnswerPermission) -> None:
+        runner = self._runners.get(answer.session_id)
+        if runner is None:
+            return
+        try:
+            await runner.answer_permission(
+                answer.request_id,
+                answer.allow,
+                message=answer.message,
+                always=answer.always,
+                updated_input=answer.updated_input,
+            )
+        except RunnerError as exc:
+            logger.warning(
+                "! answer to %s of %s failed: %s", answer.request_id[:8], answer.session_id[:8], exc
+            )
 
     async def _set_option(self, session_id: str, option: str, value: str) -> None:
         runner = self._runners.get(session_id)

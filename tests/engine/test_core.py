@@ -554,6 +554,9 @@ def test_heartbeat_contents() -> None:
         "folders",
         "gsd",
         "images",
+        "usage",
+        "models",
+        "diff",
         "custom-providers",
         "chunked",
     ]

@@ -121,11 +121,15 @@ def test_config_example_documents_every_setting_and_loads(tmp_path: Path) -> Non
     home.mkdir()
     text = "\n".join(chosen.values()) + "\n"
     text = text.replace('["~/src", "~/work"]', f'["{tmp_path}"]')
+    claude = tmp_path / "claude"
+    claude.write_text("#!/bin/sh\n")
+    text = text.replace('"~/.local/bin/claude"', f'"{claude}"')
     (home / "config.toml").write_text(text)
     loaded = load_settings(flags={"home": str(home)}, env={})
     assert loaded.relays == ("wss://relay.example.com",)
     assert loaded.embedded_relay == ("0.0.0.0", 7777)
     assert loaded.machine_name == "laptop"
+    assert loaded.agent == "claude" and loaded.claude_path == claude
 
 
 # --- keys show ----------------------------------------------------------------------------------

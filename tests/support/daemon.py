@@ -66,6 +66,7 @@ class DaemonProcess:
 
     async def start(self, timeout: float = 60.0) -> None:
         env = dict(os.environ)
+        env["CODEDECK_AGENT"] = "scripted"  # tests drive the scripted agent unless told otherwise
         env.update(self.env)
         env["PYTHONPATH"] = str(REPO)
         env.pop("CODEDECK_HOME", None)

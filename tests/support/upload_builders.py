@@ -65,7 +65,7 @@ async def wait_injected(phone: PhoneSimulator, session: str, count: int) -> list
     """Wait until at least `count` images were injected; return every echo so far."""
     await phone.wait_until(
         lambda: len(injected(phone, session)) >= count or None,
-        timeout=30,
+        timeout=60,
         what=f"{count} injected image(s)",
     )
     return injected(phone, session)

@@ -1,0 +1,383 @@
+"""The permission broker: every tool call the agent asks about becomes a verdict or a card.
+
+Order for a ``PermissionRequested`` (REFERENCE-BEHAVIOUR §1.9, with the risk gate in front):
+
+1. ``AskUserQuestion`` → one ``ask_question`` card per question; answered by
+   ``keypress{context:"question"}`` (a 1-based option), ``question-input`` or a plain ``input``,
+   in order; when every question has an answer the call is allowed with
+   ``answers: {question text: answer}`` added to its input.
+2. ``EnterPlanMode`` → allowed (the agent switches itself; the runner reports the mode).
+3. ``ExitPlanMode`` → the plan as a text entry (``special:"plan"``), then a ``plan_approval``
+   card: key 1 approves and switches to ``acceptEdits``, 2 approves (the agent leaves plan mode
+   for ``default`` by itself), 3 denies ("revise") and the session stays in plan.
+4. Anything else → the risk gate (:mod:`bridge.engine.gate`): ``block`` denies at once and the
+   agent reads why in its tool result; ``allow`` allows; ``ask`` shows a ``permission_request``
+   card with the gate's reason labels in ``metadata.reasons``, answered by ``permission-res``
+   (``always`` adds an allow rule for the tool; ``never`` only changes the deny text).
+
+Cards time out after an hour (denied). ``interrupt``, a restart, the end or a close of the
+session deny every card of it. Every verdict is appended to the ``decisions`` audit log.
+
+Pure: the clock is ``now``; entries, answers and log rows come back as effects for the engine.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from bridge.engine.effects import AnswerPermission, RecordDecision, SetRunnerOption
+from bridge.engine.gate import CallHistory, GateContext, Outcome, describe_decision, evaluate
+from bridge.engine.timefmt import iso
+from bridge.protocol import OutputEntry
+
+__all__ = ["CARD_TIMEOUT_SECONDS", "Broker", "BrokerResult", "Card"]
+
+CARD_TIMEOUT_SECONDS = 3600.0
+ASK_QUESTION = "AskUserQuestion"
+EXIT_PLAN = "ExitPlanMode"
+ENTER_PLAN = "EnterPlanMode"
+
+
+@dataclass(slots=True)
+class Card:
+    """A question the phone has to answer before the agent goes on."""
+
+    session_id: str
+    request_id: str
+    kind: str  # "permission" | "plan" | "question"
+    tool_name: str
+    tool_input: dict[str, Any]
+    created_at: float
+    questions: list[dict[str, Any]] = field(default_factory=list)
+    answers: dict[int, str] = field(default_factory=dict)
+    """Answers by question index (two questions may share a text)."""
+
+
+@dataclass(slots=True)
+class BrokerResult:
+    """What the engine turns into effects: transcript entries first, then answers and logs."""
+
+    entries: list[OutputEntry] = field(default_factory=list)
+    answers: list[AnswerPermission | SetRunnerOption] = field(default_factory=list)
+    decisions: list[RecordDecision] = field(default_factory=list)
+
+
+def _timestamp(now: float) -> str:
+    return iso(now)
+
+
+class Broker:
+    """Pending cards per session and the gate's call history."""
+
+    def __init__(self, home: str) -> None:
+        self._home = home
+        self._cards: dict[tuple[str, str], Card] = {}
+        self._history: dict[str, CallHistory] = {}
+
+    # --- queries -------------------------------------------------------------------------------
+
+    def pending(self, session_id: str) -> list[Card]:
+        return [c for c in self._cards.values() if c.session_id == session_id]
+
+    def question_open(self, session_id: str) -> Card | None:
+        return next(
+            (
+                c
+                for c in self._cards.values()
+                if c.session_id == session_id and c.kind == "question"
+            ),
+            None,
+        )
+
+    def next_deadline(self) -> float | None:
+        return min(
+            (c.created_at + CARD_TIMEOUT_SECONDS for c in self._cards.values()), default=None
+        )
+
+    # --- a tool call asks ----------------------------------------------------------------------
+
+    def request(
+        self,
+        session_id: str,
+        request_id: str,
+        tool_name: str,
+        tool_input: Mapping[str, Any],
+        *,
+        mode: str,
+        cwd: str,
+        roots: Sequence[str],
+        description: str | None,
+        agent_id: str | None,
+        now: float,
+    ) -> BrokerResult:
+        result = BrokerResult()
+        ts = _timestamp(now)
+        data = dict(tool_input)
+        if tool_name == ASK_QUESTION:
+            raw = data.get("questions")
+            questions = [q for q in raw if isinstance(q, dict)] if isinstance(raw, list) else []
+            if not questions:
+                result.answers.append(
+                    AnswerPermission(session_id, request_id, False, "No question to ask.")
+                )
+                result.decisions.append(
+                    _decision(ts, session_id, tool_name, "block", (), "no usable question")
+                )
+                return result
+            card = Card(session_id, request_id, "question", tool_name, data, now, questions)
+            self._cards[(session_id, request_id)] = card
+            for index, question in enumerate(questions):
+                metadata: dict[str, Any] = {
+                    "special": "ask_question",
+                    "tool_use_id": request_id,
+                    "options": _options(question),
+                    "question_index": index,
+                    "question_count": len(questions),
+                }
+                if question.get("header"):
+                    metadata["header"] = str(question["header"])
+                if question.get("multiSelect"):
+                    metadata["multiSelect"] = True
+                result.entries.append(
+                    OutputEntry(
+                        entryType="system",
+                        content=str(question.get("question", "")),
+                        timestamp=ts,
+                        metadata=metadata,
+                    )
+                )
+            result.decisions.append(_decision(ts, session_id, tool_name, "card", (), "question"))
+            return result
+        if tool_name == ENTER_PLAN:
+            result.answers.append(AnswerPermission(session_id, request_id, True))
+            result.decisions.append(_decision(ts, session_id, tool_name, "allow", (), "plan mode"))
+            return result
+        if tool_name == EXIT_PLAN:
+            plan = str(data.get("plan") or "")
+            self._cards[(session_id, request_id)] = Card(
+                session_id, request_id, "plan", tool_name, data, now
+            )
+            if plan:
+                result.entries.append(
+                    OutputEntry(
+                        entryType="text",
+                        content=plan,
+                        timestamp=ts,
+                        metadata={
+                            "role": "assistant",
+                            "special": "plan",
+                            "tool_use_id": request_id,
+                        },
+                    )
+                )
+            result.entries.append(
+                OutputEntry(
+                    entryType="system",
+                    content="Plan approval needed",
+                    timestamp=ts,
+                    metadata={
+                        "special": "plan_approval",
+                        "tool_use_id": request_id,
+                        "has_plan": bool(plan),
+                    },
+                )
+            )
+            result.decisions.append(_decision(ts, session_id, tool_name, "card", (), "plan"))
+            return result
+        history = self._history.setdefault(session_id, CallHistory())
+        repeats = history.record(tool_name, data)
+        try:
+            context = GateContext(mode=mode, cwd=cwd, roots=tuple(roots), home=self._home)
+            decision = evaluate(tool_name, data, context, repeat_count=repeats)
+        except ValueError:
+            # No usable workspace context (should not happen): never auto-allow.
+            decision = None
+        if decision is not None and decision.outcome is Outcome.BLOCK:
+            text = describe_decision(decision)
+            result.answers.append(AnswerPermission(session_id, request_id, False, text))
+            result.decisions.append(
+                _decision(ts, session_id, tool_name, "block", decision.reasons, text)
+            )
+            return result
+        if decision is not None and decision.outcome is Outcome.ALLOW:
+            result.answers.append(AnswerPermission(session_id, request_id, True))
+            result.decisions.append(
+                _decision(ts, session_id, tool_name, "allow", decision.reasons, f"mode {mode}")
+            )
+            return result
+        reasons = decision.reasons if decision is not None else ()
+        self._cards[(session_id, request_id)] = Card(
+            session_id, request_id, "permission", tool_name, data, now
+        )
+        metadata = {
+            "special": "permission_request",
+            "tool_name": tool_name,
+            "tool_use_id": request_id,
+            "tool_input": data,
+            "reasons": list(reasons),
+        }
+        if reasons and decision is not None:
+            metadata["reason_text"] = describe_decision(decision)
+        if description:
+            metadata["description"] = description
+        if agent_id:
+            metadata["subagent"] = True
+            metadata["agent_id"] = agent_id
+        result.entries.append(
+            OutputEntry(
+                entryType="system",
+                content=description or f"Permission needed: {tool_name}",
+                timestamp=ts,
+                metadata=metadata,
+            )
+        )
+        result.decisions.append(_decision(ts, session_id, tool_name, "card", reasons, None))
+        return result
+
+    # --- the phone answers ---------------------------------------------------------------------
+
+    def permission_response(
+        self, session_id: str, request_id: str, allow: bool, modifier: str | None, now: float
+    ) -> BrokerResult | None:
+        card = self._cards.get((session_id, request_id))
+        if card is None or card.kind != "permission":
+            return None
+        del self._cards[(session_id, request_id)]
+        result = BrokerResult()
+        ts = _timestamp(now)
+        if allow:
+            always = modifier == "always"
+            result.answers.append(AnswerPermission(session_id, request_id, True, always=always))
+            detail = "allowed always" if always else "allowed once"
+            result.decisions.append(
+                _decision(ts, session_id, card.tool_name, "phone_allow", (), detail)
+            )
+        else:
+            message = (
+                "The user denied this tool call and asked not to be asked again; do not retry it."
+                if modifier == "never"
+                else "The user denied this tool call."
+            )
+            result.answers.append(AnswerPermission(session_id, request_id, False, message))
+            result.decisions.append(
+                _decision(ts, session_id, card.tool_name, "phone_deny", (), modifier or None)
+            )
+        return result
+
+    def plan_key(self, session_id: str, key: str, now: float) -> BrokerResult | None:
+        card = next((c for c in self.pending(session_id) if c.kind == "plan"), None)
+        if card is None or key not in ("1", "2", "3"):
+            return None
+        del self._cards[(session_id, card.request_id)]
+        result = BrokerResult()
+        ts = _timestamp(now)
+        if key == "3":
+            message = "The user wants to revise the plan. Stay in plan mode and ask what to change."
+            result.answers.append(AnswerPermission(session_id, card.request_id, False, message))
+            result.decisions.append(
+                _decision(ts, session_id, EXIT_PLAN, "phone_deny", (), "revise")
+            )
+            return result
+        result.answers.append(AnswerPermission(session_id, card.request_id, True))
+        if key == "1":
+            result.answers.append(SetRunnerOption(session_id, "mode", "acceptEdits"))
+        detail = "approved, acceptEdits" if key == "1" else "approved, default"
+        result.decisions.append(_decision(ts, session_id, EXIT_PLAN, "phone_allow", (), detail))
+        return result
+
+    def answer_question(
+        self, session_id: str, *, option: int | None = None, text: str | None = None, now: float
+    ) -> BrokerResult | None:
+        """Answer the next unanswered question of the open group (an option or free text)."""
+        card = self.question_open(session_id)
+        if card is None:
+            return None
+        index = next(i for i in range(len(card.questions)) if i not in card.answers)
+        question = card.questions[index]
+        if option is not None:
+            options = _options(question)
+            if not 1 <= option <= len(options):
+                return BrokerResult()  # a key outside the options changes nothing
+            answer = options[option - 1]["label"]
+        else:
+            answer = text or ""
+        card.answers[index] = answer
+        result = BrokerResult()
+        if len(card.answers) == len(card.questions):
+            del self._cards[(session_id, card.request_id)]
+            by_text = {
+                str(q.get("question", "")): card.answers[i] for i, q in enumerate(card.questions)
+            }
+            updated = {**card.tool_input, "answers": by_text}
+            result.answers.append(
+                AnswerPermission(session_id, card.request_id, True, updated_input=updated)
+            )
+            result.decisions.append(
+                _decision(_timestamp(now), session_id, ASK_QUESTION, "phone_allow", (), "answered")
+            )
+        return result
+
+    # --- cards end -----------------------------------------------------------------------------
+
+    def deny_all(self, session_id: str, message: str, now: float, outcome: str) -> BrokerResult:
+        result = BrokerResult()
+        ts = _timestamp(now)
+        for card in self.pending(session_id):
+            del self._cards[(session_id, card.request_id)]
+            result.answers.append(AnswerPermission(session_id, card.request_id, False, message))
+            result.decisions.append(_decision(ts, session_id, card.tool_name, outcome, (), message))
+        return result
+
+    def forget(self, session_id: str) -> None:
+        """The runner is gone: drop its cards (it denied them itself) and its history."""
+        for card in self.pending(session_id):
+            del self._cards[(session_id, card.request_id)]
+        self._history.pop(session_id, None)
+
+    def expire(self, now: float) -> BrokerResult:
+        result = BrokerResult()
+        ts = _timestamp(now)
+        for card in list(self._cards.values()):
+            if now >= card.created_at + CARD_TIMEOUT_SECONDS:
+                del self._cards[(card.session_id, card.request_id)]
+                result.answers.append(
+                    AnswerPermission(
+                        card.session_id,
+                        card.request_id,
+                        False,
+                        "Nobody answered this request within an hour; it was denied.",
+                    )
+                )
+                result.decisions.append(
+                    _decision(ts, card.session_id, card.tool_name, "timeout", (), None)
+                )
+        return result
+
+
+def _options(question: Mapping[str, Any]) -> list[dict[str, str]]:
+    raw = question.get("options")
+    out: list[dict[str, str]] = []
+    for option in raw if isinstance(raw, list) else []:
+        if isinstance(option, dict) and option.get("label") is not None:
+            item = {"label": str(option["label"])}
+            if option.get("description"):
+                item["description"] = str(option["description"])
+            out.append(item)
+        elif isinstance(option, str):
+            out.append({"label": option})
+    return out
+
+
+def _decision(
+    at: str, session_id: str, tool: str, outcome: str, reasons: Sequence[str], detail: str | None
+) -> RecordDecision:
+    return RecordDecision(
+        at=at,
+        session_id=session_id,
+        tool=tool,
+        outcome=outcome,
+        reasons=tuple(reasons),
+        detail=detail,
+    )

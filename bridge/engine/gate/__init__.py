@@ -1,0 +1,137 @@
+"""The permission gate: a pure verdict on every tool call before any card reaches the phone.
+
+The reference bridge auto-allows every tool call in mode ``default``. This bridge puts a risk gate
+in front of ``can_use_tool``, with the Desiide risk gate's labels: a **deny list** that blocks in
+every mode and **floors** that always need a phone card.
+
+Decision table (the first row that matches wins)::
+
+    labels on the call                  default   acceptEdits   plan    other mode
+    any deny_list:<rule>                block     block         block   block
+    any floor, or loop_detected         ask       ask           ask     ask
+    none, tool in PLAN_SAFE_TOOLS       allow     allow         allow   ask
+    none, any other tool                allow     allow         ask     ask
+
+``plan`` never auto-allows a tool that could change something (Write, Edit, Bash, MCP tools, …):
+Claude Code enforces plan mode itself, and the gate never undercuts it. ``bypassPermissions``
+(coerced to ``default`` by the bridge) is treated as ``default``; any other mode as the strictest.
+
+Deny rules (``deny_list:<rule>``, block in every mode):
+
+* ``rm_rf`` — recursive delete of ``/``, the home or an ancestor of it, a workspace root itself
+  or an ancestor of one, or any path outside the workspace (also ``rm -rf /*``, ``rm -rf ~/*``,
+  ``cd / && rm -rf *``, ``{rm,-rf,/}``, and ``mv`` of ``/``, ``~`` or a root). Inside the
+  workspace it is an ordinary call.
+* ``mkfs`` — mkfs, mkfs.*, mke2fs, mkswap, mkdosfs, mkntfs, mkexfatfs, wipefs, newfs*.
+* ``dd_device`` — a write to a device node under /dev (``dd of=/dev/sda``, and any redirect,
+  tee, cp or Write into one); /dev/null, /dev/zero, /dev/std*, /dev/tty, /dev/fd/* are fine.
+* ``fork_bomb`` — a function that calls itself in a pipeline or in the background.
+* ``curl_pipe_sh`` — curl, wget, fetch, http(ie), xh piped into an interpreter that reads its
+  program from stdin (sh, bash, zsh, python, perl, ruby, node, php, …, also behind sudo), or a
+  download given to one as code: ``bash <(curl …)``, ``sh -c "$(curl …)"``, ``eval "$(wget …)"``,
+  ``source <(curl …)``; or a file the same line downloaded (``curl -o x.sh``, ``wget -O x.sh``,
+  ``curl … > x.sh``) and then runs (``sh x.sh``, ``source x.sh``, ``./x.sh``).
+* ``force_push_protected`` — ``git push`` with ``-f``/``--force``/``--force-with-lease``/
+  ``--mirror`` or a ``+refspec``, or a delete (``--delete``, ``:branch``), whose destination is
+  main, master, production or release*, or cannot be told (no refspec, ``HEAD``, a variable).
+* ``chmod_system``, ``chown_system``, ``chgrp_system`` — on ``/``, a system directory or a
+  device, or recursively on the home or an ancestor of it.
+* ``find_delete_system`` — ``find`` over ``/``, a system directory or the home with ``-delete``
+  or ``-exec rm …`` (also ``find / … | xargs rm``).
+* ``system_write`` — writes (redirects, tee, cp/mv/install/ln/rsync destinations, touch, mkdir,
+  truncate, sed -i, rm of a file, curl -o, wget -O, Write/Edit/MultiEdit/NotebookEdit) into /etc,
+  /usr, /boot, /bin, /sbin, /lib*, /var (not /var/tmp, /var/folders), /sys, /proc, and macOS's
+  /private/etc, /private/var, /System, /Library — outside the workspace.
+* ``shutdown`` — shutdown, reboot, halt, poweroff, ``systemctl``/``loginctl`` poweroff, reboot,
+  halt, suspend, hibernate, …, ``init 0|6``, ``telinit 0|6``.
+
+Floors (at least ``ask``):
+
+* ``outside_workspace`` — file tools: Write/Edit/MultiEdit/NotebookEdit *and* Read/NotebookRead/
+  LS/Glob/Grep of any path outside the workspace roots (a read outside is a privacy leak: ~/.ssh,
+  ~/.aws, another project's .env). Shell: a ``cd`` out of the workspace, a redirect or write
+  target outside it, an argument that looks like a path (absolute, ``~``, or climbing with ``..``)
+  outside it, a program run from outside it (system bin directories excepted), and any path the
+  checker cannot resolve where it matters (``rm -rf "$DIR"``, ``cd "$X"``).
+* ``command_substitution`` — ``$(…)``, backquotes, ``<(…)``, ``>(…)`` (not inside single quotes).
+* ``privileged`` — sudo (any options, ``-E`` included), sudoedit, su, doas, pkexec, run0.
+* ``background_process`` — ``&``, nohup, setsid, disown, coproc, ``sudo -b``, ``screen -dm``,
+  ``tmux new -d``, and the Bash tool's ``run_in_background``.
+* ``unparsable_command`` — anything the lexer/parser cannot split safely (unterminated quotes,
+  a missing heredoc body, zsh-only syntax, nesting too deep, a line over 256 KiB), a command
+  name only known at run time (``$CMD args``), or a Bash input without a string command.
+* ``inline_code`` — ``python -c``, ``node -e``/``-p``, ``perl -e``, ``ruby -e``, ``php -r``,
+  ``lua -e``, ``osascript -e``, ``Rscript -e``, ``bash``/``sh``/``zsh``… ``-c``, ``su -c``,
+  ``eval``, an interpreter fed its program through a pipe, heredoc or here-string
+  (``python3 <<EOF``), awk programs that run commands or write files, and settings that run
+  code later (:mod:`.hooks`): ``alias``, ``trap``, ``GIT_SSH_COMMAND=…``/``PAGER=…`` with more
+  than a program name, ``LD_PRELOAD``/``BASH_ENV``/``NODE_OPTIONS``…, ``git -c core.pager=…``,
+  ``git config alias.x '!…'`` (the code inside is checked too: a deny rule in it still blocks).
+
+``loop_detected`` (at least ``ask``): the same exact call three times in a row; see
+:mod:`.history`.
+
+Shell lines are parsed by our own bash lexer and parser (``shell_lexer``, ``shell_parser``), not
+``shlex``: every simple command of the line is checked — lists, pipelines, subshells, groups,
+if/while/for/case bodies, function bodies, substitutions, ``sh -c`` and ``eval`` strings — after
+looking through wrappers (sudo, env, command, exec, nice, time, timeout, xargs, nohup, setsid,
+stdbuf, ionice, watch, flock, uv/poetry/pipenv run, …). The verdict is the worst over them.
+
+The lexer follows bash's expansion order where it matters for the verdict: brace expansion first
+(``{~,x}`` is the home, ``$HOME{a,b}`` is two unknown variables), then tilde and parameters. zsh
+spellings that bash reads differently are taken the zsh way when that is the riskier reading
+(``=rm`` runs rm; ``$~X`` is a variable); other zsh-only syntax is ``unparsable_command``.
+
+Known limits of a lexical, pure check: symlinks are not followed; functions and aliases defined
+outside the line are unknown; scripts and build files run by name (``./build.sh``, ``npm test``,
+``make``) are not read, nor files written by an earlier tool call; code inside ``python -c`` is
+flagged, not analysed; ``ssh host cmd`` runs elsewhere and is not judged.
+"""
+
+from .decide import (
+    AUTO_ALLOW_MODES,
+    FILE_READ_TOOLS,
+    FILE_WRITE_TOOLS,
+    PLAN_SAFE_TOOLS,
+    GateContext,
+    evaluate,
+)
+from .history import LOOP_THRESHOLD, CallHistory, call_key
+from .labels import (
+    ALL_LABELS,
+    DENY_PREFIX,
+    DENY_RULES,
+    FLOOR_LABELS,
+    LOOP_LABEL,
+    GateDecision,
+    Outcome,
+    deny_label,
+    describe_decision,
+    describe_reason,
+    order_labels,
+)
+from .shell_check import check_shell
+
+__all__ = [
+    "ALL_LABELS",
+    "AUTO_ALLOW_MODES",
+    "DENY_PREFIX",
+    "DENY_RULES",
+    "FILE_READ_TOOLS",
+    "FILE_WRITE_TOOLS",
+    "FLOOR_LABELS",
+    "LOOP_LABEL",
+    "LOOP_THRESHOLD",
+    "PLAN_SAFE_TOOLS",
+    "CallHistory",
+    "GateContext",
+    "GateDecision",
+    "Outcome",
+    "call_key",
+    "check_shell",
+    "deny_label",
+    "describe_decision",
+    "describe_reason",
+    "evaluate",
+    "order_labels",
+]

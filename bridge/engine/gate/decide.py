@@ -1,0 +1,183 @@
+"""The gate's entry point: labels for a tool call, then the outcome the mode allows.
+
+See the package docstring for the decision table.
+"""
+
+from __future__ import annotations
+
+import posixpath
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from .context import BACKGROUND, UNPARSABLE, read_label, write_label
+from .history import LOOP_THRESHOLD
+from .labels import DENY_PREFIX, LOOP_LABEL, GateDecision, Outcome, order_labels
+from .paths import Target, Workspace, normalise
+from .shell_check import check_shell
+
+__all__ = [
+    "AUTO_ALLOW_MODES",
+    "FILE_READ_TOOLS",
+    "FILE_WRITE_TOOLS",
+    "PLAN_SAFE_TOOLS",
+    "GateContext",
+    "evaluate",
+]
+
+FILE_WRITE_TOOLS: Mapping[str, str] = {
+    "Write": "file_path",
+    "Edit": "file_path",
+    "MultiEdit": "file_path",
+    "NotebookEdit": "notebook_path",
+}
+"""File-modifying tools and the input key naming their file."""
+
+FILE_READ_TOOLS: Mapping[str, tuple[str, ...]] = {
+    "Read": ("file_path",),
+    "NotebookRead": ("notebook_path",),
+    "LS": ("path",),
+    "Glob": ("path", "pattern"),
+    "Grep": ("path",),
+}
+"""Reading tools and the input keys naming what they read (a missing key means the cwd)."""
+
+PLAN_SAFE_TOOLS = frozenset(
+    {"Read", "NotebookRead", "LS", "Glob", "Grep", "WebFetch", "WebSearch", "TodoWrite",
+     "TodoRead", "ToolSearch", "ListAgents", "BashOutput", "TaskOutput", "Task", "Agent",
+     "AskUserQuestion", "EnterPlanMode", "ExitPlanMode"}
+)  # fmt: skip
+"""Tools that change nothing on disk themselves; the only ones plan mode auto-allows.
+(A sub-agent's own tool calls come through the gate one by one.)"""
+
+AUTO_ALLOW_MODES = frozenset({"default", "acceptEdits", "bypassPermissions"})
+"""Modes that auto-allow a call without labels (``bypassPermissions`` is coerced to
+``default`` by the bridge; treated the same here in case it slips through)."""
+
+_GLOB_CHARS = "*?[{"
+
+
+@dataclass(frozen=True, slots=True)
+class GateContext:
+    """The session facts a decision depends on.
+
+    Attributes:
+        mode: the permission mode: ``default``, ``acceptEdits`` or ``plan`` (any other value
+            is treated as the strictest: every call is at least ``ask``).
+        cwd: the session's working directory (absolute).
+        roots: the workspace roots (absolute); the session's files live under them.
+        home: the user's home directory (absolute).
+
+    Raises:
+        ValueError: a path is not absolute, or there are no roots.
+    """
+
+    mode: str
+    cwd: str
+    roots: tuple[str, ...]
+    home: str
+
+    def __post_init__(self) -> None:
+        roots = tuple(self.roots)
+        if not roots:
+            raise ValueError("GateContext needs at least one workspace root")
+        for what, path in (("cwd", self.cwd), ("home", self.home), *(("root", r) for r in roots)):
+            if not isinstance(path, str) or not path.startswith("/"):
+                raise ValueError(f"GateContext {what} must be an absolute path")
+        object.__setattr__(self, "cwd", normalise(self.cwd))
+        object.__setattr__(self, "home", normalise(self.home))
+        object.__setattr__(self, "roots", tuple(normalise(root) for root in roots))
+
+    @property
+    def workspace(self) -> Workspace:
+        """The roots and home as the path checks use them."""
+        return Workspace(self.roots, self.home)
+
+
+def evaluate(
+    tool_name: str,
+    tool_input: Mapping[str, object],
+    context: GateContext,
+    *,
+    repeat_count: int = 1,
+) -> GateDecision:
+    """Decide on one ``can_use_tool`` call. Pure; never raises for any tool input.
+
+    Args:
+        tool_name: the tool (``Bash``, ``Write``, ``mcp__x__y``, …).
+        tool_input: the tool's input as the CLI sent it.
+        context: the session's mode, cwd, workspace roots and home.
+        repeat_count: how many times in a row this exact call has been seen, this one included
+            (:meth:`CallHistory.record`); from :data:`LOOP_THRESHOLD` on it is ``loop_detected``.
+
+    Returns:
+        ``block`` if a deny rule hit (in every mode); ``ask`` if a floor or the loop check hit,
+        or the mode does not auto-allow the tool; ``allow`` otherwise.
+    """
+    fields: Mapping[str, object] = tool_input if isinstance(tool_input, Mapping) else {}
+    labels = set(_labels(tool_name, fields, context))
+    if repeat_count >= LOOP_THRESHOLD:
+        labels.add(LOOP_LABEL)
+    reasons = order_labels(labels)
+    if any(label.startswith(DENY_PREFIX) for label in reasons):
+        return GateDecision(Outcome.BLOCK, reasons)
+    if reasons:
+        return GateDecision(Outcome.ASK, reasons)
+    if context.mode in AUTO_ALLOW_MODES or (
+        context.mode == "plan" and tool_name in PLAN_SAFE_TOOLS
+    ):
+        return GateDecision(Outcome.ALLOW, ())
+    return GateDecision(Outcome.ASK, ())
+
+
+def _labels(tool_name: str, fields: Mapping[str, object], context: GateContext) -> set[str]:
+    workspace = context.workspace
+    if tool_name == "Bash":
+        command = fields.get("command")
+        labels = (
+            set(check_shell(command, context.cwd, workspace))
+            if isinstance(command, str)
+            else {UNPARSABLE}
+        )
+        if fields.get("run_in_background") is True:
+            labels.add(BACKGROUND)
+        return labels
+    if tool_name in FILE_WRITE_TOOLS:
+        path = fields.get(FILE_WRITE_TOOLS[tool_name])
+        target = _tool_target(path, context.home, context.cwd, pattern=False)
+        label = write_label(target, workspace)
+        return {label} if label is not None else set()
+    if tool_name in FILE_READ_TOOLS:
+        labels = set()
+        base: str | None = context.cwd
+        for key in FILE_READ_TOOLS[tool_name]:
+            if key not in fields:
+                continue  # the tool's default: the cwd
+            target = _tool_target(fields[key], context.home, base, pattern=key == "pattern")
+            if key == "path":
+                base = target.path if target is not None else None  # Glob's pattern is below it
+            label = read_label(target, workspace)
+            if label is not None:
+                labels.add(label)
+        return labels
+    return set()
+
+
+def _tool_target(value: object, home: str, base: str | None, *, pattern: bool) -> Target | None:
+    """Where a file tool's path points (relative to ``base``); None when it cannot be told."""
+    if not isinstance(value, str) or not value or "\x00" in value:
+        return None
+    if value == "~" or value.startswith("~/"):
+        value = home + value[1:]
+    elif value.startswith("~"):
+        return None  # ~user
+    subtree = False
+    if pattern:
+        cut = min((value.find(c) for c in _GLOB_CHARS if c in value), default=-1)
+        if cut >= 0:
+            value = value[: value.rfind("/", 0, cut) + 1]
+            subtree = True
+    if not value.startswith("/"):
+        if base is None:
+            return None
+        value = posixpath.join(base, value) if value else base
+    return Target(normalise(value), subtree)

@@ -1,0 +1,112 @@
+"""Settings that make something else run code: env variables, git config keys, alias, trap.
+
+``GIT_SSH_COMMAND='rm -rf ~' git fetch``, ``git -c core.pager='sh -c …' log``, ``alias ls='…'``
+and ``trap '…' EXIT`` run nothing themselves, yet the command they set up runs later in the
+same line (or session). The gate checks the code they hold like a line of its own (so a deny
+rule inside still blocks) and flags ``inline_code`` unless the value is just a program name
+(``GIT_EDITOR=true git rebase --continue`` is the everyday case and stays quiet).
+Variables that load code into every process (``LD_PRELOAD``, ``BASH_ENV``, ``NODE_OPTIONS``, …)
+are ``inline_code`` whatever their value.
+"""
+
+from __future__ import annotations
+
+import re
+
+from .context import INLINE, Call, CommandEnv, Scope
+from .shell_lexer import Word
+from .words import drop_prefix
+
+__all__ = [
+    "COMMAND_VARIABLES",
+    "LOADER_VARIABLES",
+    "check_alias",
+    "check_assignment",
+    "check_declare",
+    "check_git_setting",
+    "check_trap",
+]
+
+COMMAND_VARIABLES = frozenset(
+    {"GIT_SSH_COMMAND", "GIT_SSH", "GIT_PAGER", "PAGER", "MANPAGER", "GIT_EDITOR", "EDITOR",
+     "VISUAL", "GIT_SEQUENCE_EDITOR", "GIT_ASKPASS", "SSH_ASKPASS", "SUDO_ASKPASS",
+     "GIT_EXTERNAL_DIFF", "GIT_PROXY_COMMAND", "PROMPT_COMMAND", "LESSOPEN", "LESSCLOSE"}
+)  # fmt: skip
+"""Variables whose value is a command some program runs."""
+
+LOADER_VARIABLES = frozenset(
+    {"LD_PRELOAD", "LD_AUDIT", "LD_LIBRARY_PATH", "DYLD_INSERT_LIBRARIES",
+     "DYLD_LIBRARY_PATH", "BASH_ENV", "ENV", "NODE_OPTIONS", "PERL5OPT", "PERL5LIB", "RUBYOPT",
+     "PYTHONSTARTUP", "GIT_CONFIG_PARAMETERS", "GIT_EXEC_PATH"}
+)  # fmt: skip
+"""Variables that make programs load code from elsewhere."""
+
+_GIT_CODE_KEY = re.compile(
+    r"core\.(pager|editor|sshcommand|fsmonitor|askpass|hookspath|gitproxy)|sequence\.editor"
+    r"|diff\.external|credential\..*helper|gpg(\..+)?\.program|pager\..+|filter\..+|alias\..+"
+    r"|diff\..+\.(textconv|command)|merge\..+\.driver|uploadpack\..+|include(if\..+)?\.path"
+    r"|remote\..+\.(uploadpack|receivepack|proxy|vcs)|.+\.(command|cmd|helper|program)",
+    re.IGNORECASE,
+)
+_PLAIN_PROGRAM = re.compile(r"[\w./+:@%-]*")
+_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+
+
+def check_assignment(word: Word, scope: Scope, env: CommandEnv) -> None:
+    """``NAME=value`` before a command, after ``env`` or in ``export``/``declare``."""
+    name, equals, _ = word.value.partition("=")
+    name = name.removesuffix("+")
+    if not equals or not _NAME.fullmatch(name):
+        return
+    if name in LOADER_VARIABLES:
+        env.flag(INLINE)
+    elif name in COMMAND_VARIABLES:
+        _check_code(drop_prefix(word, word.value.index("=") + 1), scope, env)
+
+
+def check_git_setting(key: str, value: Word, scope: Scope, env: CommandEnv) -> None:
+    """``git -c key=value`` or ``git config key value``: keys that run commands are code."""
+    if not _GIT_CODE_KEY.fullmatch(key):
+        return
+    if key.lower().startswith(("alias.", "core.hookspath", "include")):
+        env.flag(INLINE)  # an alias, a hook directory, an included config: code for later
+        if not value.value.startswith("!"):
+            return
+    _check_code(drop_prefix(value, 1) if value.value.startswith("!") else value, scope, env)
+
+
+def _check_code(value: Word, scope: Scope, env: CommandEnv) -> None:
+    if not value.is_static:
+        env.flag(INLINE)
+        return
+    if not _PLAIN_PROGRAM.fullmatch(value.value):
+        env.flag(INLINE)
+    if value.value:
+        env.nested_script(value.value, scope.cwd)
+
+
+def check_alias(call: Call) -> None:
+    """``alias name='code'``: the code runs wherever the name is typed later."""
+    call.handled.update(range(len(call.args)))
+    for word in call.args:
+        name, equals, _ = word.value.partition("=")
+        if equals and not name.startswith("-"):
+            _check_code(drop_prefix(word, len(name) + 1), call.scope, call.env)
+
+
+def check_trap(call: Call) -> None:
+    """``trap 'code' SIGNAL…``: the code runs when the signal (or EXIT) comes."""
+    call.handled.update(range(len(call.args)))
+    operands = [word for word in call.args if not word.value.startswith("-")]
+    if len(operands) >= 2:
+        call.env.flag(INLINE)
+        if operands[0].is_static:
+            call.env.nested_script(operands[0].value, call.scope.cwd)
+
+
+def check_declare(call: Call) -> None:
+    """``export``, ``declare``, ``typeset``, ``local``, ``readonly``: assignments as arguments."""
+    for index, word in enumerate(call.args):
+        if "=" in word.value and not word.value.startswith("-"):
+            call.handled.add(index)
+            check_assignment(word, call.scope, call.env)

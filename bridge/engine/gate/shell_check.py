@@ -1,0 +1,295 @@
+"""Walk a parsed command line and collect the labels of every command in it.
+
+The decision for a line is the worst over its commands, so the walk visits all of them: every
+item of a list, every stage of a pipeline, every body of a compound command (as if it ran), every
+function body, and — recursively — every command substitution and every ``sh -c`` / ``eval``
+string. It tracks the current directory through ``cd`` (scoped by subshells and pipeline stages)
+so that ``cd / && rm -rf *`` is judged where it runs.
+
+Pipelines carry two facts between stages: a downloader earlier in the pipe turns an interpreter
+reading its program from stdin into ``curl_pipe_sh``; a ``find`` over system roots turns a later
+``xargs rm`` into ``find_delete_system``.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from .commands import check_argv
+from .context import BACKGROUND, INLINE, UNPARSABLE, Facts, Scope, read_label, write_label
+from .hooks import check_assignment
+from .labels import deny_label
+from .paths import Workspace, resolve
+from .shell_lexer import DYN_MARK, Lexed, ShellSyntaxError, Word
+from .shell_parser import (
+    Command,
+    FunctionDef,
+    Redirect,
+    Script,
+    SimpleCommand,
+    parse,
+    parse_shell,
+)
+from .words import TooManyWords, expand_braces
+
+__all__ = ["MAX_COMMAND_LENGTH", "MAX_SCRIPT_DEPTH", "ShellChecker", "check_shell"]
+
+MAX_COMMAND_LENGTH = 256 * 1024
+"""Longer command lines are not analysed (``unparsable_command``)."""
+
+MAX_SCRIPT_DEPTH = 12
+"""Deepest nesting of substitutions and ``sh -c`` strings analysed."""
+
+Stdin = Literal["pipe", "inline", "file"] | None
+_SUBSTITUTION = "command_substitution"
+
+
+def check_shell(command: str, cwd: str, workspace: Workspace) -> frozenset[str]:
+    """The labels for a Bash command line run in ``cwd``. Never raises for any string."""
+    checker = ShellChecker(workspace)
+    if len(command) > MAX_COMMAND_LENGTH:
+        checker.flag(UNPARSABLE)
+    else:
+        checker.nested_script(command, cwd)
+    return frozenset(checker.labels)
+
+
+class ShellChecker:
+    """Collects labels over one command line; implements the rules' ``CommandEnv``."""
+
+    def __init__(self, workspace: Workspace) -> None:
+        self._workspace = workspace
+        self.labels: set[str] = set()
+        self._depth = 0
+        # id → (the substitution, kept alive so its id stays unique; does it download?)
+        self._downloads: dict[int, tuple[Lexed, bool]] = {}
+        self._downloaded_files: set[str] = set()
+
+    @property
+    def workspace(self) -> Workspace:
+        """The session's roots and home."""
+        return self._workspace
+
+    def flag(self, label: str) -> None:
+        """Record a reason label."""
+        self.labels.add(label)
+
+    def nested_script(self, source: str, cwd: str | None) -> bool:
+        """Parse and check a script (the line itself, ``sh -c`` code, ``eval`` text)."""
+        if self._depth >= MAX_SCRIPT_DEPTH or DYN_MARK in source:
+            self.flag(UNPARSABLE)
+            return False
+        try:
+            script = parse_shell(source, self._workspace.home)
+        except ShellSyntaxError:
+            self.flag(UNPARSABLE)
+            return False
+        self._depth += 1
+        try:
+            return self._script(script, Scope(cwd), None).download
+        finally:
+            self._depth -= 1
+
+    def downloads(self, word: Word) -> bool:
+        """True if a substitution inside ``word`` downloads from the network."""
+        return any(self._downloads.get(id(sub), (sub, False))[1] for sub in word.substitutions)
+
+    def check_argv(self, argv: list[Word], scope: Scope) -> Facts:
+        """Check a command given as words."""
+        return check_argv(argv, scope, self)
+
+    def note_download(self, path: str) -> None:
+        """Remember that this line writes a download to ``path``."""
+        self._downloaded_files.add(path)
+
+    def downloaded(self, path: str) -> bool:
+        """True if this line wrote a download to ``path`` earlier."""
+        return path in self._downloaded_files
+
+    # -- structure ------------------------------------------------------------------------
+
+    def _script(self, script: Script, scope: Scope, stdin: Stdin) -> Facts:
+        facts = Facts()
+        for item in script.items:
+            if item.background:
+                self.flag(BACKGROUND)
+            for pipeline in item.pipelines:
+                commands = pipeline.commands
+                if len(commands) == 1:
+                    facts.merge(self._command(commands[0], scope, stdin))
+                    continue
+                facts.merge(self._pipeline(commands, scope, stdin))
+        return facts
+
+    def _pipeline(self, commands: tuple[Command, ...], scope: Scope, stdin: Stdin) -> Facts:
+        facts = Facts()
+        downloader = finder = False
+        for index, command in enumerate(commands):
+            stage = self._command(command, scope.copy(), stdin if index == 0 else "pipe")
+            if index == 0:
+                facts.stdin_program = stage.stdin_program
+                facts.xargs_delete = stage.xargs_delete
+            else:
+                if stage.stdin_program:
+                    self.flag(deny_label("curl_pipe_sh") if downloader else INLINE)
+                if stage.xargs_delete and finder:
+                    self.flag(deny_label("find_delete_system"))
+            downloader |= stage.download
+            finder |= stage.find_system
+        facts.download = downloader
+        facts.find_system = finder
+        return facts
+
+    def _command(self, command: Command, scope: Scope, stdin: Stdin) -> Facts:
+        if isinstance(command, SimpleCommand):
+            return self._simple(command, scope, stdin)
+        if isinstance(command, FunctionDef):
+            if _spawns(command.body, command.name, hot=False):
+                self.flag(deny_label("fork_bomb"))
+            self._command(command.body, scope.copy(), None)
+            return Facts()
+        stdin = self._redirects(command.redirects, scope, stdin)
+        for word in command.words:
+            self._substitutions(word, scope)
+        inner = scope.copy() if command.kind == "subshell" else scope
+        facts = Facts()
+        for body in command.bodies:
+            facts.merge(self._script(body, inner, stdin))
+        return self._stdin_program(facts, stdin)
+
+    def _simple(self, command: SimpleCommand, scope: Scope, stdin: Stdin) -> Facts:
+        for word in (*command.assignments, *command.words):
+            self._substitutions(word, scope)
+        for word in command.assignments:
+            check_assignment(word, scope, self)
+        stdin = self._redirects(command.redirects, scope, stdin)
+        if not command.words:
+            return Facts()
+        try:
+            argv = [expanded for word in command.words for expanded in expand_braces(word)]
+        except TooManyWords:
+            self.flag(UNPARSABLE)
+            return Facts()
+        facts = check_argv(argv, scope, self)
+        if facts.download:
+            self._note_saved_output(command.redirects, scope)
+        return self._stdin_program(facts, stdin)
+
+    def _note_saved_output(self, redirects: tuple[Redirect, ...], scope: Scope) -> None:
+        """``curl URL > install.sh``: the file now holds a download."""
+        for redirect in redirects:
+            if redirect.op in (">", ">>", ">|", "&>", "&>>") and redirect.fd in (None, 1):
+                target = resolve(redirect.target, scope.cwd, strict=True)
+                if target is not None and not target.subtree:
+                    self.note_download(target.path)
+
+    def _stdin_program(self, facts: Facts, stdin: Stdin) -> Facts:
+        """A program read from stdin is inline code when stdin is a heredoc or here-string."""
+        if facts.stdin_program:
+            if stdin == "inline":
+                self.flag(INLINE)
+            facts.stdin_program = stdin == "pipe"
+        return facts
+
+    # -- words and redirections -----------------------------------------------------------
+
+    def _substitutions(self, word: Word, scope: Scope) -> None:
+        for sub in word.substitutions:
+            if sub.kind == "array":
+                for token in sub.tokens:
+                    if token.word is not None:
+                        self._substitutions(token.word, scope)
+                continue
+            download = False
+            if self._depth >= MAX_SCRIPT_DEPTH:
+                self.flag(_SUBSTITUTION)
+                self.flag(UNPARSABLE)
+            else:
+                try:
+                    script = parse(sub)
+                except ShellSyntaxError:
+                    self.flag(_SUBSTITUTION)
+                    self.flag(UNPARSABLE)
+                else:
+                    if not _literal_heredoc(script):
+                        self.flag(_SUBSTITUTION)
+                    self._depth += 1
+                    try:
+                        download = self._script(script, scope.copy(), None).download
+                    finally:
+                        self._depth -= 1
+            self._downloads[id(sub)] = (sub, download)
+
+    def _redirects(self, redirects: tuple[Redirect, ...], scope: Scope, stdin: Stdin) -> Stdin:
+        for redirect in redirects:
+            self._substitutions(redirect.target, scope)
+            if redirect.body is not None:
+                self._substitutions(redirect.body, scope)
+            op = redirect.op
+            if op in ("<<", "<<-", "<<<"):
+                if redirect.fd in (None, 0):
+                    stdin = "inline"
+                continue
+            if op in (">&", "<&"):
+                value = redirect.target.value
+                if op == "<&" or value == "-" or value.rstrip("-").isdigit():
+                    continue  # duplicates a descriptor, opens no file
+            try:
+                targets = expand_braces(redirect.target)
+            except TooManyWords:
+                self.flag(UNPARSABLE)
+                continue
+            for target in targets:
+                resolved = resolve(target, scope.cwd, strict=True)
+                label = (
+                    read_label(resolved, self._workspace)
+                    if op == "<"
+                    else write_label(resolved, self._workspace)
+                )
+                if label is not None:
+                    self.flag(label)
+            if op == "<" and redirect.fd in (None, 0):
+                stdin = "file"
+        return stdin
+
+
+def _literal_heredoc(script: Script) -> bool:
+    """``$(cat <<'EOF' … EOF)``: the idiom agents use for commit messages and PR bodies.
+
+    Its result is the heredoc's text, verbatim (the delimiter is quoted, so nothing in the body
+    expands), and that text is on the card. It hides nothing, so it is not a
+    ``command_substitution``; anything else in the substitution makes it one.
+    """
+    if len(script.items) != 1 or script.items[0].background:
+        return False
+    pipelines = script.items[0].pipelines
+    if len(pipelines) != 1 or len(pipelines[0].commands) != 1:
+        return False
+    command = pipelines[0].commands[0]
+    return (
+        isinstance(command, SimpleCommand)
+        and not command.assignments
+        and len(command.words) == 1
+        and command.words[0].value == "cat"
+        and len(command.redirects) == 1
+        and command.redirects[0].op in ("<<", "<<-")
+        and command.redirects[0].fd in (None, 0)
+        and command.redirects[0].body is not None
+        and command.redirects[0].body.quoted
+        and not command.redirects[0].body.substitutions
+    )
+
+
+def _spawns(command: Command, name: str, *, hot: bool) -> bool:
+    """The function ``name`` calls itself in a pipeline or in the background (a fork bomb)."""
+    if isinstance(command, SimpleCommand):
+        return hot and bool(command.words) and command.words[0].value == name
+    if isinstance(command, FunctionDef):
+        return False
+    for body in command.bodies:
+        for item in body.items:
+            for pipeline in item.pipelines:
+                piped = item.background or len(pipeline.commands) > 1
+                if any(_spawns(inner, name, hot=hot or piped) for inner in pipeline.commands):
+                    return True
+    return False

@@ -1,0 +1,43 @@
+"""End to end: phone simulator → real relay → the daemon → the real Claude Code CLI → mock API."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.integration.conftest import pair_phone
+from tests.support.daemon import DaemonProcess
+from tests.support.mock_anthropic import MockAnthropic
+from tests.support.phone import PhoneSimulator
+from tests.support.relay import LoopbackRelay
+
+
+@pytest.fixture(scope="module")
+def mock_api() -> Iterator[MockAnthropic]:
+    with MockAnthropic() as mock:
+        yield mock
+
+
+@pytest.fixture
+async def claude_daemon(
+    relay: LoopbackRelay, tmp_path: Path, mock_api: MockAnthropic
+) -> AsyncIterator[DaemonProcess]:
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+    env = {**mock_api.cli_env(tmp_path / "claude-config"), "CODEDECK_AGENT": "claude"}
+    async with DaemonProcess(tmp_path / "home", [relay.url], workspace, env=env) as running:
+        yield running
+    running.kill()
+
+
+@pytest.fixture
+async def phone(
+    claude_daemon: DaemonProcess, relay: LoopbackRelay
+) -> AsyncIterator[PhoneSimulator]:
+    paired = await pair_phone(claude_daemon, relay.url)
+    try:
+        yield paired
+    finally:
+        await paired.close()

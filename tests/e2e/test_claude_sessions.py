@@ -1,0 +1,362 @@
+"""A phone runs real Claude Code sessions through the bridge (no internet: a local mock API)."""
+
+from __future__ import annotations
+
+import sqlite3
+from pathlib import Path
+
+import pytest
+
+from bridge.protocol import (
+    CreateSessionCommand,
+    InputCommand,
+    InterruptCommand,
+    KeypressCommand,
+    ModeCommand,
+    PermissionResCommand,
+)
+from tests.support.daemon import DaemonProcess
+from tests.support.phone import PhoneSimulator
+
+pytestmark = [pytest.mark.e2e, pytest.mark.integration]
+WAIT = 60.0
+
+
+async def start_session(phone: PhoneSimulator, *, mode: str | None = "default") -> str:
+    mark = phone.mark()
+    await phone.send(CreateSessionCommand())
+    ready = await phone.wait_for("session-ready", after=mark, timeout=WAIT)
+    session = str(ready.message.session.id)
+    if mode is not None:
+        await phone.send(ModeCommand(sessionId=session, mode=mode))  # type: ignore[arg-type]
+        await phone.wait_for("mode-confirmed", lambda m: m.mode == mode, after=mark, timeout=WAIT)
+    return session
+
+
+def stream_end(message: object) -> bool:
+    entry = getattr(message, "entry", None)
+    return entry is not None and (entry.metadata or {}).get("stream_end") is True
+
+
+async def say(phone: PhoneSimulator, session: str, text: str, input_id: str | None = None) -> int:
+    mark = phone.mark()
+    await phone.send(InputCommand(sessionId=session, text=text, inputId=input_id))
+    return mark
+
+
+def entries(phone: PhoneSimulator, session: str, after_seq: int = 0) -> list[object]:
+    return [e for seq, e in sorted(phone.transcript(session).items()) if seq > after_seq]
+
+
+async def test_text_and_thinking_reach_the_phone(
+    claude_daemon: DaemonProcess, phone: PhoneSimulator
+) -> None:
+    session = await start_session(phone)
+    mark = await say(phone, session, "[[think: pondering]] [[reply: hello from claude]]", "in-1")
+    await phone.wait_for("input-ack", after=mark, timeout=WAIT)
+    text = await phone.wait_for(
+        "output", lambda m: m.entry.content == "hello from claude", after=mark, timeout=WAIT
+    )
+    assert text.message.entry.metadata["role"] == "assistant"
+    thinking = await phone.wait_for("output", lambda m: m.entry.entryType == "thinking", after=mark)
+    assert thinking.message.entry.content == "pondering"
+    await phone.wait_for("output", stream_end, after=mark, timeout=WAIT)
+    assert phone.violations == [] and phone.conflicts == []
+
+
+async def test_write_card_allow_deny_always(
+    claude_daemon: DaemonProcess, phone: PhoneSimulator
+) -> None:
+    session = await start_session(phone)
+    cwd = Path(next(s for s in phone.sessions.values() if s.info.id == session).info.cwd)
+    outside = claude_daemon.home.parent / "outside"
+    outside.mkdir()
+    target = outside / "notes.txt"
+    # Mode `default` auto-allows writes inside the workspace; a Write outside it is a floor of
+    # the risk gate (outside_workspace): always a card.
+    mark = await say(phone, session, f"[[write: {target} | first]]")
+    card = await phone.wait_for(
+        "output",
+        lambda m: (m.entry.metadata or {}).get("special") == "permission_request",
+        after=mark,
+        timeout=WAIT,
+    )
+    request = card.message.entry.metadata["tool_use_id"]
+    await phone.send(PermissionResCommand(sessionId=session, requestId=request, allow=True))
+    await phone.wait_for("output", stream_end, after=mark, timeout=WAIT)
+    assert target.read_text() == "first"
+
+    denied = outside / "denied.txt"
+    mark = await say(phone, session, f"[[write: {denied} | nope]]")
+    card = await phone.wait_for(
+        "output",
+        lambda m: (m.entry.metadata or {}).get("special") == "permission_request",
+        after=mark,
+        timeout=WAIT,
+    )
+    await phone.send(
+        PermissionResCommand(
+            sessionId=session, requestId=card.message.entry.metadata["tool_use_id"], allow=False
+        )
+    )
+    await phone.wait_for("output", stream_end, after=mark, timeout=WAIT)
+    assert not denied.exists()
+
+    always = outside / "always.txt"
+    mark = await say(phone, session, f"[[write: {always} | yes]]")
+    card = await phone.wait_for(
+        "output",
+        lambda m: (m.entry.metadata or {}).get("special") == "permission_request",
+        after=mark,
+        timeout=WAIT,
+    )
+    await phone.send(
+        PermissionResCommand(
+            sessionId=session,
+            requestId=card.message.entry.metadata["tool_use_id"],
+            allow=True,
+            modifier="always",
+        )
+    )
+    await phone.wait_for("output", stream_end, after=mark, timeout=WAIT)
+    assert always.read_text() == "yes"
+    rules = (cwd / ".claude" / "settings.local.json").read_text()
+    assert "Write" in rules
+
+
+async def test_write_inside_the_workspace_is_auto_allowed_in_default_mode(
+    claude_daemon: DaemonProcess, phone: PhoneSimulator
+) -> None:
+    session = await start_session(phone)
+    cwd = Path(next(s for s in phone.sessions.values() if s.info.id == session).info.cwd)
+    mark = await say(phone, session, f"[[write: {cwd / 'inside.txt'} | hi]]")
+    await phone.wait_for("output", stream_end, after=mark, timeout=WAIT)
+    assert (cwd / "inside.txt").read_text() == "hi"
+    with sqlite3.connect(claude_daemon.home / "bridge.db") as conn:
+        outcomes = [
+            r[0] for r in conn.execute("SELECT outcome FROM decisions WHERE tool = 'Write'")
+        ]
+    assert outcomes == ["allow"]
+
+
+async def test_deny_listed_command_is_blocked_and_logged(
+    claude_daemon: DaemonProcess, phone: PhoneSimulator
+) -> None:
+    session = await start_session(phone)
+    mark = await say(phone, session, "[[bash: rm -rf / --no-preserve-root]]")
+    result = await phone.wait_for(
+        "output",
+        lambda m: m.entry.entryType == "tool_result" and "risk gate" in m.entry.content,
+        after=mark,
+        timeout=WAIT,
+    )
+    assert "rm_rf" in result.message.entry.content or "recursive" in result.message.entry.content
+    await phone.wait_for("output", stream_end, after=mark, timeout=WAIT)
+    assert not any(
+        (e.metadata or {}).get("special") == "permission_request"
+        for e in entries(phone, session)  # type: ignore[attr-defined]
+    )
+    with sqlite3.connect(claude_daemon.home / "bridge.db") as conn:
+        rows = conn.execute("SELECT outcome, reasons FROM decisions WHERE tool = 'Bash'").fetchall()
+    assert ("block", '["deny_list:rm_rf"]') in rows
+
+
+async def test_plan_approval_keys(claude_daemon: DaemonProcess, phone: PhoneSimulator) -> None:
+    session = await start_session(phone, mode=None)  # new sessions start in plan mode
+    for key, mode in (("3", None), ("1", "acceptEdits")):
+        mark = await say(phone, session, "[[exit_plan: 1. do the thing]]")
+        card = await phone.wait_for(
+            "output",
+            lambda m: (m.entry.metadata or {}).get("special") == "plan_approval",
+            after=mark,
+            timeout=WAIT,
+        )
+        assert card.message.entry.content == "Plan approval needed"
+        await phone.send(KeypressCommand(sessionId=session, key=key, context="plan-approval"))
+        if mode is not None:
+            await phone.wait_for(
+                "mode-confirmed", lambda m, mode=mode: m.mode == mode, after=mark, timeout=WAIT
+            )
+        await phone.wait_for("output", stream_end, after=mark, timeout=WAIT)
+    plans = [e for e in entries(phone, session) if (e.metadata or {}).get("special") == "plan"]  # type: ignore[attr-defined]
+    assert plans and "do the thing" in plans[0].content  # type: ignore[attr-defined]
+
+
+async def test_ask_user_question_with_two_questions(
+    claude_daemon: DaemonProcess, phone: PhoneSimulator
+) -> None:
+    session = await start_session(phone)
+    mark = await say(phone, session, "[[ask: Colour? | Red | Blue]] [[ask: Size? | S | L]]")
+    cards = await phone.wait_for_count(
+        "output",
+        2,
+        lambda m: (m.entry.metadata or {}).get("special") == "ask_question",
+        after=mark,
+        timeout=WAIT,
+    )
+    assert [c.message.entry.metadata["question_index"] for c in cards] == [0, 1]
+    await phone.send(KeypressCommand(sessionId=session, key="2", context="question"))
+    await phone.send(InputCommand(sessionId=session, text="L"))
+    await phone.wait_for("output", stream_end, after=mark, timeout=WAIT)
+    # The mock answers "Done: <tool result>": the agent read both answers.
+    texts = [e.content for e in entries(phone, session) if e.entryType == "text"]  # type: ignore[attr-defined]
+    assert any('"Colour?"="Blue"' in t and '"Size?"="L"' in t for t in texts), texts
+
+
+async def test_interrupt_during_a_turn_and_a_pending_card(
+    claude_daemon: DaemonProcess, phone: PhoneSimulator
+) -> None:
+    session = await start_session(phone)
+    mark = await say(phone, session, "[[slow: 30]] [[reply: too late]]")
+    await phone.wait_for(
+        "sessions",
+        lambda m: any(s.state == "running" for s in m.sessions),
+        after=mark,
+        timeout=WAIT,
+    )
+    await phone.send(InterruptCommand(sessionId=session))
+    await phone.wait_for("output", stream_end, after=mark, timeout=WAIT)
+
+    mark = await say(phone, session, "[[bash: sudo true]]")
+    await phone.wait_for(
+        "output",
+        lambda m: (m.entry.metadata or {}).get("special") == "permission_request",
+        after=mark,
+        timeout=WAIT,
+    )
+    await phone.send(InterruptCommand(sessionId=session))
+    await phone.wait_for("output", stream_end, after=mark, timeout=WAIT)
+    mark = await say(phone, session, "[[reply: still alive]]")
+    await phone.wait_for(
+        "output", lambda m: m.entry.content == "still alive", after=mark, timeout=WAIT
+    )
+
+
+async def test_mode_effort_model_and_models_list(
+    claude_daemon: DaemonProcess, phone: PhoneSimulator
+) -> None:
+    from bridge.protocol import EffortCommand, ModelCommand, ModelsRequestCommand
+
+    session = await start_session(phone, mode="acceptEdits")
+    mark = phone.mark()
+    await phone.send(EffortCommand(sessionId=session, level="high"))
+    effort = await phone.wait_for("effort-confirmed", after=mark, timeout=WAIT)
+    assert effort.message.level in ("high", "medium", "low")  # the model may lower it
+    await phone.send(ModelCommand(sessionId=session, model="haiku"))
+    model = await phone.wait_for("model-confirmed", after=mark, timeout=WAIT)
+    assert model.message.model
+    await phone.send(ModelsRequestCommand())
+    models = await phone.wait_for("models", after=mark, timeout=WAIT)
+    assert models.message.models and models.message.error is None
+
+
+async def test_cli_killed_restarts_with_resume(
+    claude_daemon: DaemonProcess, phone: PhoneSimulator
+) -> None:
+    import os
+    import signal
+
+    session = await start_session(phone)
+    mark = await say(phone, session, "[[reply: remember the word banana]]")
+    await phone.wait_for("output", stream_end, after=mark, timeout=WAIT)
+    pids = [
+        int(entry.name)
+        for entry in Path("/proc").iterdir()
+        if entry.name.isdigit() and b"claude" in _cmdline(entry)
+    ]
+    children = [int(p) for p in pids if _is_child_of(int(p), claude_daemon.proc.pid)]  # type: ignore[union-attr]
+    assert children, "no Claude Code process under the daemon"
+    mark = phone.mark()
+    for pid in children:
+        os.kill(pid, signal.SIGKILL)
+    await phone.wait_for(
+        "output",
+        lambda m: (m.entry.metadata or {}).get("special") == "session_restart",
+        after=mark,
+        timeout=WAIT,
+    )
+    mark = await say(phone, session, "[[reply: still here]]")
+    await phone.wait_for(
+        "output", lambda m: m.entry.content == "still here", after=mark, timeout=WAIT
+    )
+
+
+def _cmdline(entry: Path) -> bytes:
+    try:
+        return (entry / "cmdline").read_bytes()
+    except OSError:
+        return b""
+
+
+def _is_child_of(pid: int, ancestor: int) -> bool:
+    try:
+        while pid > 1:
+            with open(f"/proc/{pid}/stat") as fh:
+                pid = int(fh.read().rsplit(")", 1)[1].split()[1])
+            if pid == ancestor:
+                return True
+    except OSError:
+        return False
+    return False
+
+
+async def test_bridge_killed_and_restarted_resumes_the_session(
+    claude_daemon: DaemonProcess, phone: PhoneSimulator
+) -> None:
+    session = await start_session(phone)
+    mark = await say(phone, session, "[[reply: before the crash]]")
+    await phone.wait_for("output", stream_end, after=mark, timeout=WAIT)
+    claude_daemon.kill()
+    await claude_daemon.start()
+    mark = await say(phone, session, "[[reply: after the crash]]", "in-after")
+    await phone.wait_for("input-ack", lambda m: m.inputId == "in-after", after=mark, timeout=WAIT)
+    await phone.wait_for(
+        "output", lambda m: m.entry.content == "after the crash", after=mark, timeout=WAIT
+    )
+    beat = await phone.wait_for(
+        "sessions", lambda m: any(s.id == session for s in m.sessions), after=mark
+    )
+    assert beat.message.machineOffline is None
+
+
+async def test_provider_bound_session_uses_the_profile_and_publishes_no_usage(
+    claude_daemon: DaemonProcess, phone: PhoneSimulator, mock_api: object
+) -> None:
+    from bridge.protocol import SetProviderProfileCommand, UsageRequestCommand
+    from bridge.protocol.shared import ModelEntry, ProviderProfileWrite
+
+    base_url = mock_api.base_url  # type: ignore[attr-defined]
+    token = "prov-token-7e3c1a9b"
+    mark = phone.mark()
+    await phone.send(
+        SetProviderProfileCommand(
+            profileId="local",
+            profile=ProviderProfileWrite(
+                label="Local",
+                baseUrl=base_url,
+                authToken=token,
+                models=[ModelEntry(id="claude-mock-1")],
+            ),
+        )
+    )
+    await phone.wait_for("provider-profile-ack", after=mark, timeout=WAIT)
+    mark = phone.mark()
+    await phone.send(CreateSessionCommand(providerId="local"))
+    ready = await phone.wait_for("session-ready", after=mark, timeout=WAIT)
+    session = str(ready.message.session.id)
+    assert ready.message.session.providerId == "local"
+    before = len(mock_api.requests)  # type: ignore[attr-defined]
+    mark = await say(phone, session, "[[reply: via the profile]]")
+    await phone.wait_for(
+        "output", lambda m: m.entry.content == "via the profile", after=mark, timeout=WAIT
+    )
+    sent = mock_api.requests[before:]  # type: ignore[attr-defined]
+    assert sent and all(
+        r.headers.get("authorization") == f"Bearer {token}"
+        for r in sent
+        if r.path.startswith("/v1/messages")
+    )
+    await phone.send(UsageRequestCommand(sessionId=session))
+    await phone.quiesce(idle=1.5)
+    assert phone.count("usage", after=mark) == 0
+    assert token not in claude_daemon.log_text
