@@ -43,6 +43,8 @@ _ENV_NAMES = {
     "key_file": "CODEDECK_KEY_FILE",
     "agent": "CODEDECK_AGENT",
     "claude_path": "CODEDECK_CLAUDE_PATH",
+    "register_url": "CODEDECK_REGISTER_URL",
+    "register_token_file": "CODEDECK_REGISTER_TOKEN_FILE",
 }
 AGENTS = ("claude", "scripted")
 
@@ -66,6 +68,8 @@ class Settings:
     key_file: Path | None
     agent: str = "claude"
     claude_path: Path | None = None
+    register_url: str | None = None
+    register_token_file: Path | None = None
     origins: Mapping[str, str] = field(default_factory=dict)
 
     @property
@@ -286,6 +290,36 @@ def load_settings(
     else:
         origins["claude_path"] = "default (the CLI bundled with claude-agent-sdk)"
 
+    register_url: str | None = None
+    register_token_file: Path | None = None
+    if (got := pick("register_url")) is not None:
+        raw, origins["register_url"] = got
+        register_url = _as_str(raw, setting="register_url", origin=origins["register_url"])
+        parts = urlsplit(register_url)
+        local = parts.hostname in ("localhost", "127.0.0.1", "::1")
+        if not parts.hostname or not (
+            parts.scheme == "https" or (parts.scheme == "http" and local)
+        ):
+            raise ConfigError(
+                f"register_url ({origins['register_url']}): {register_url!r} must be an https:// "
+                "URL of the relay's admin API (http:// only for localhost)"
+            )
+        got = pick("register_token_file")
+        if got is None:
+            raise ConfigError(
+                "register_url is set but register_token_file is not: give the file that holds "
+                "the relay's admin token (CODEDECK_REGISTER_TOKEN_FILE or register_token_file)"
+            )
+        raw, origins["register_token_file"] = got
+        register_token_file = Path(
+            os.path.expanduser(
+                _as_str(raw, setting="register_token_file", origin=origins["register_token_file"])
+            )
+        )
+    else:
+        origins["register_url"] = "default (no relay registration)"
+        origins.setdefault("register_token_file", "default (none)")
+
     return Settings(
         home=home,
         relays=tuple(relays),
@@ -295,6 +329,8 @@ def load_settings(
         key_file=key_file,
         agent=agent,
         claude_path=claude_path,
+        register_url=register_url,
+        register_token_file=register_token_file,
         origins=origins,
     )
 
@@ -321,6 +357,12 @@ def describe(settings: Settings) -> Sequence[tuple[str, str, str]]:
             settings.origins["key_file"],
         ),
         ("agent", settings.agent, settings.origins["agent"]),
+        ("register_url", settings.register_url or "(none)", settings.origins["register_url"]),
+        (
+            "register_token_file",
+            str(settings.register_token_file) if settings.register_token_file else "(none)",
+            settings.origins["register_token_file"],
+        ),
         (
             "claude_path",
             str(settings.claude_path) if settings.claude_path else "(bundled)",

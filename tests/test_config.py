@@ -77,6 +77,10 @@ def test_systemd_credential_is_the_key_file(tmp_path: Path) -> None:
         ('embedded_relay = "example.com:80"', "must be an IP address"),
         ('workspaces = ["/does/not/exist/anywhere"]', "is not a directory"),
         ('machine_name = ""', "expected a non-empty string"),
+        ('agent = "gpt"', "is not an agent this bridge runs"),
+        ('claude_path = "/nope/claude"', "is not a file"),
+        ('register_url = "http://relay.example.org"', "must be an https:// URL"),
+        ('register_url = "https://relay.example.org"', "register_token_file is not"),
     ],
 )
 def test_bad_file_settings_name_the_setting(tmp_path: Path, config: str, message: str) -> None:
@@ -107,6 +111,8 @@ def test_describe_lists_every_setting_with_its_origin(tmp_path: Path) -> None:
         "embedded_relay",
         "key_file",
         "agent",
+        "register_url",
+        "register_token_file",
         "claude_path",
     ]
     assert all(origin for _, _, origin in rows)

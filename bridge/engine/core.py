@@ -81,6 +81,7 @@ from bridge.engine.inputs import (
     PhoneUnpaired,
     ProviderProbed,
     RefreshRequested,
+    SessionCommitted,
 )
 from bridge.engine.pairing import NackBudget, PairingWindow, check_token
 from bridge.engine.providers import ProviderProfile
@@ -378,6 +379,13 @@ class Engine:
                 return []
             case PermissionRequested():
                 return self._on_permission_requested(event, now)
+            case SessionCommitted():
+                record = self.registry.get(event.session_id)
+                if record is None or record.committed:
+                    return []
+                record = self.registry.update(record.session_id, committed=True) or record
+                self._mark_dirty(now)
+                return [Commit((SaveSession(record),))]
             case ModelsListed():
                 if event.models:
                     models = ModelsMessage(

@@ -37,6 +37,7 @@ __all__ = [
     "PhoneUnpaired",
     "ProviderProbed",
     "RefreshRequested",
+    "SessionCommitted",
 ]
 
 
@@ -225,6 +226,13 @@ class ModelsListed:
     default_model: str | None = None
 
 
+@dataclass(frozen=True, slots=True)
+class SessionCommitted:
+    """HEAD moved in the session's cwd since the session started (a commit landed)."""
+
+    session_id: str
+
+
 Input = (
     CommandEventReceived
     | PairingWindowRequested
@@ -247,4 +255,5 @@ Input = (
     | ImageRefused
     | ImageSaved
     | ModelsListed
+    | SessionCommitted
 )

@@ -28,14 +28,13 @@ import os
 import signal
 import time
 import uuid
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Coroutine, Mapping
 from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
 from bridge import __version__
 from bridge.agents.base import RunnerError, RunnerFactory, SessionSpec
-from bridge.agents.claude import claude_runner_factory, fetch_models, provider_env
 from bridge.agents.scripted import scripted_runner_factory
 from bridge.config import Settings
 from bridge.control.methods import (
@@ -93,6 +92,8 @@ from bridge.engine.effects import (
     StartRunner,
 )
 from bridge.engine.inputs import (
+    AgentEntry,
+    AgentReady,
     CommandEventReceived,
     FolderCreated,
     FoldersScanned,
@@ -104,7 +105,7 @@ from bridge.engine.inputs import (
 )
 from bridge.engine.providers import profile_from_record
 from bridge.logs import register_secret
-from bridge.nostr.keys import Keypair, hex_to_npub
+from bridge.nostr.keys import Keypair, hex_to_npub, npub_to_hex
 from bridge.nostr.nip44 import ConversationKeyCache, decrypt
 from bridge.nostr.pool import RelayPool
 from bridge.nostr.relay import RelayEventReceived
@@ -117,10 +118,12 @@ from bridge.protocol import (
     diff_allowed,
 )
 from bridge.protocol.shared import OutputEntry
+from bridge.runtime.commits import CommitWatcher, is_git_commit
 from bridge.runtime.embedded_relay import EmbeddedRelay, EmbeddedRelayError
 from bridge.runtime.errands import Errands
 from bridge.runtime.identity import IdentityError, load_or_create_identity
 from bridge.runtime.outbound import Outbound
+from bridge.runtime.registration import RelayRegistration
 from bridge.runtime.runners import RunnerManager
 from bridge.runtime.sdnotify import Notifier
 from bridge.runtime.workspace import WorkspaceError, create_folder, scan_folders
@@ -203,6 +206,9 @@ class Daemon:
         self.errands: Errands | None = None
         self.control: ControlServer | None = None
         self.notifier = Notifier()
+        self.commits = CommitWatcher(self.feed)
+        self.registration: RelayRegistration | None = None
+        self._background: set[asyncio.Task[Any]] = set()
         self.started_at = clock()
         self._pair_waiters: list[asyncio.Future[PairWaitResult]] = []
         self._stopping = False
@@ -214,11 +220,36 @@ class Daemon:
 
     def feed(self, event: Input) -> None:
         """Queue an input for the engine loop (from callbacks; never blocks)."""
+        self._observe(event)
         try:
             self._inputs.put_nowait(event)
         except asyncio.QueueFull:
             self._dropped_inputs += 1
             logger.warning("! input queue full; dropped %s", type(event).__name__)
+
+    def _observe(self, event: Input) -> None:
+        """Side looks at agent events: the commit watcher starts and takes its fast path here."""
+        if isinstance(event, AgentReady) and self.engine is not None:
+            record = self.engine.registry.get(event.session_id)
+            cwd = event.cwd or (record.cwd if record is not None else None)
+            if cwd:
+                committed = bool(record is not None and record.committed)
+                self._spawn(self.commits.watch(event.session_id, Path(cwd), committed=committed))
+        elif isinstance(event, AgentEntry):
+            metadata = event.entry.metadata or {}
+            tool_input = metadata.get("tool_input")
+            if (
+                event.entry.entryType == "tool_use"
+                and metadata.get("tool_name") == "Bash"
+                and isinstance(tool_input, dict)
+                and is_git_commit(str(tool_input.get("command", "")))
+            ):
+                self._spawn(self.commits.check_soon(event.session_id))
+
+    def _spawn(self, coro: Coroutine[Any, Any, None]) -> None:
+        task = asyncio.get_running_loop().create_task(coro)
+        self._background.add(task)
+        task.add_done_callback(self._background.discard)
 
     def _decrypt(self, author: str, payload: str) -> str:
         return decrypt(payload, self._keys.get(author))
@@ -436,6 +467,9 @@ class Daemon:
 
     def _notify(self, effect: Notify) -> None:
         if effect.event == "paired":
+            if self.registration is not None and effect.data.get("npub"):
+                pubkey = npub_to_hex(effect.data["npub"])
+                self.registration.register(pubkey, effect.data.get("label", ""))
             result: PairWaitResult = {
                 "paired": True,
                 "label": effect.data.get("label", ""),
@@ -498,6 +532,8 @@ class Daemon:
         """The Claude runner's environment hook: a provider-bound session runs on its profile."""
         if spec.provider_id is None or self.engine is None:
             return env
+        from bridge.agents.claude import provider_env  # the SDK loads only when Claude runs
+
         resolved = self.engine.accounts.book.resolve_for_session(spec.provider_id, spec.model)
         if isinstance(resolved, str):
             raise RunnerError(resolved)
@@ -511,6 +547,8 @@ class Daemon:
         elif self.runners is not None:
             models = self.runners.models()
             if not models and self.settings.workspaces:
+                from bridge.agents.claude import fetch_models
+
                 try:
                     models = await fetch_models(
                         self.settings.workspaces[0], cli_path=self.settings.claude_path
@@ -525,6 +563,14 @@ class Daemon:
                 "sessions run the scripted test agent (agent = scripted), not Claude Code"
             )
             return scripted_runner_factory(self.settings.home / "scripted")
+        try:  # ~2 s of imports: only when Claude Code runs the sessions
+            from bridge.agents.claude import claude_runner_factory
+        except ImportError as exc:
+            raise DaemonError(
+                f"the Claude Code runner cannot load ({exc}); reinstall the project "
+                '(pip install -e .) or set agent = "scripted" to run without Claude Code'
+            ) from None
+
         base_env = {
             name: value
             for name, value in os.environ.items()
@@ -565,7 +611,6 @@ class Daemon:
 
     async def serve(self, stop: asyncio.Event) -> None:
         """Run until `stop` is set, then shut down in order."""
-        self._background: set[asyncio.Task[Any]] = set()
         loaded = await bridge_state.load_state(self.db)
         await self.outbound.load_clock()
         profiles = [
@@ -589,6 +634,13 @@ class Daemon:
             providers=profiles,
             credentials=credentials,
         )
+        if self.settings.register_url and self.settings.register_token_file:
+            token = _read_secret_file(self.settings.register_token_file, "register_token_file")
+            register_secret(token)
+            self.registration = RelayRegistration(self.settings.register_url, token)
+            self.registration.register(
+                self.keypair.public_hex, f"bridge {self.settings.machine_name}"
+            )
         urls = list(self.settings.relays)
         if self.settings.uses_embedded_relay:
             await self._start_embedded()
@@ -637,6 +689,7 @@ class Daemon:
             await self._perform(self.engine.boot(self._clock()))
             loop_task = asyncio.create_task(self._engine_loop(), name="engine-loop")
             periodic = asyncio.create_task(self._periodic(), name="periodic")
+            self._spawn(self.commits.run())
             logger.info(
                 "bridge %s serving %s on %s; Ctrl-C stops it",
                 self.keypair.npub,
@@ -663,12 +716,16 @@ class Daemon:
                 task.cancel()
                 with contextlib.suppress(asyncio.CancelledError, Exception):
                     await task
-        for task in list(getattr(self, "_background", ())):
+        background = list(self._background)
+        for task in background:
             task.cancel()
+        await asyncio.gather(*background, return_exceptions=True)
         for waiter in self._pair_waiters:
             if not waiter.done():
                 waiter.set_result({"paired": False, "reason": "closed"})
         try:
+            if self.registration is not None:
+                await self.registration.close()
             if self.errands is not None:
                 await self.errands.close()
             if self.runners is not None:
@@ -736,6 +793,8 @@ class Daemon:
         now = self._clock()
         self._notify(Notify("pairing-closed", {"reason": "closed"}))
         self.feed(PairingWindowRequested(token, duration))
+        if self.registration is not None:
+            self.registration.open_window(self.keypair.public_hex, now, duration)
         return {
             "url": _pair_url(
                 self.keypair.npub, self._public_relays, self.settings.machine_name, token
@@ -782,6 +841,8 @@ class Daemon:
         if phone is None:
             return {"unpaired": False, "npub": hex_to_npub(pubkey)}
         self.feed(PhoneUnpaired(pubkey))
+        if self.registration is not None:
+            self.registration.unregister(pubkey)
         return {"unpaired": True, "npub": phone.npub, "label": phone.label}
 
     async def sessions_list(self) -> list[SessionInfo]:
@@ -829,6 +890,21 @@ async def run_watchdog(
             except Exception:
                 logger.exception("! watchdog tick failed")
         await asyncio.sleep(interval)
+
+
+def _read_secret_file(path: Path, setting: str) -> str:
+    """The first line of a private file holding a token (never echoed in errors)."""
+    try:
+        info = path.stat()
+        text = path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise DaemonError(f"{setting}: cannot read {path} ({exc.strerror or exc})") from None
+    if info.st_mode & 0o077:
+        raise DaemonError(f"{setting}: {path} is readable by other users; run: chmod 600 {path}")
+    token = next((line.strip() for line in text.splitlines() if line.strip()), "")
+    if not token:
+        raise DaemonError(f"{setting}: {path} is empty; put the relay's admin token in it")
+    return token
 
 
 class _DaemonRegistry:

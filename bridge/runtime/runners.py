@@ -10,13 +10,14 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import logging
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from bridge.agents.base import Emit, Runner, RunnerError, RunnerFactory, SessionSpec
 from bridge.engine.effects import AnswerPermission, SessionRecord
-from bridge.engine.inputs import AgentFailed, AgentOptionSet, AgentReady, Input
+from bridge.engine.inputs import AgentEnded, AgentFailed, AgentOptionSet, AgentReady, Input
 from bridge.protocol import ModelEntry
 from bridge.runtime.workspace import WorkspaceError, resolve_session_cwd
 from store import bridge_state
@@ -49,6 +50,7 @@ class RunnerManager:
         self._locks: dict[str, asyncio.Lock] = {}
         self._tasks: set[asyncio.Task[None]] = set()
         self._reconciled: set[str] = set()
+        self._cwds: dict[str, Path] = {}
         self._closed = False
 
     @property
@@ -127,7 +129,11 @@ class RunnerManager:
         def emit(event: object) -> None:
             if isinstance(event, AgentReady):
                 self._ready.add(session_id)
-            elif isinstance(event, AgentFailed) or type(event).__name__ == "AgentEnded":
+                if event.cwd is None and session_id in self._cwds:
+                    # The engine stores the directory the session really runs in, whatever
+                    # the runner reports: a relative or missing request resolved here.
+                    event = dataclasses.replace(event, cwd=str(self._cwds[session_id]))
+            elif isinstance(event, AgentFailed | AgentEnded):
                 self._ready.discard(session_id)
             self._feed(event)  # type: ignore[arg-type]
 
@@ -154,6 +160,7 @@ class RunnerManager:
             if isinstance(env, str):  # e.g. the provider profile was deleted
                 self._feed(AgentFailed(session_id, env))
                 return
+            self._cwds[session_id] = cwd
             spec = SessionSpec(
                 session_id=session_id,
                 cwd=cwd,

@@ -610,3 +610,15 @@ def test_input_while_the_runner_resumes_waits_in_the_inbox() -> None:
     assert AddInbox in commit_ops(effects)
     ready = engine.handle(AgentReady("s-1", "sdk", "m"), NOW + 1)
     assert SendToRunner("s-1") in ready  # the inbox is flushed once the runner is up
+
+
+def test_a_commit_shows_in_the_heartbeat_once() -> None:
+    from bridge.engine.inputs import SessionCommitted
+
+    engine = make_engine()
+    session = ready_session(engine)
+    assert engine.heartbeat_message().sessions[0].committed is None
+    first = engine.handle(SessionCommitted(session), NOW)
+    assert commit_ops(first) == [SaveSession]
+    assert engine.heartbeat_message().sessions[0].committed is True
+    assert engine.handle(SessionCommitted(session), NOW) == []

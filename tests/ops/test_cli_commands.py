@@ -124,12 +124,14 @@ def test_config_example_documents_every_setting_and_loads(tmp_path: Path) -> Non
     claude = tmp_path / "claude"
     claude.write_text("#!/bin/sh\n")
     text = text.replace('"~/.local/bin/claude"', f'"{claude}"')
+    text = text.replace('"~/.config/codedeck/relay-admin.token"', f'"{tmp_path / "admin.token"}"')
     (home / "config.toml").write_text(text)
     loaded = load_settings(flags={"home": str(home)}, env={})
     assert loaded.relays == ("wss://relay.example.com",)
     assert loaded.embedded_relay == ("0.0.0.0", 7777)
     assert loaded.machine_name == "laptop"
     assert loaded.agent == "claude" and loaded.claude_path == claude
+    assert loaded.register_url == "https://relay.example.org"
 
 
 # --- keys show ----------------------------------------------------------------------------------

@@ -163,7 +163,9 @@ async def test_doctor_with_the_daemon_running_probes_its_embedded_relay(
     home: Path, tmp_path: Path
 ) -> None:
     env = doctor_env(tmp_path, home)
-    daemon = await asyncio.to_thread(RunningDaemon, home, env=env)
+    # The fake SDK on the path only answers doctor's version check: no Claude sessions here.
+    daemon_env = {**env, "CODEDECK_AGENT": "scripted"}
+    daemon = await asyncio.to_thread(RunningDaemon, home, env=daemon_env)
     try:
         result = await arun_cli("doctor", "--home", str(home), "--json", env=env)
     finally:
