@@ -45,7 +45,9 @@ _ENV_NAMES = {
     "claude_path": "CODEDECK_CLAUDE_PATH",
     "register_url": "CODEDECK_REGISTER_URL",
     "register_token_file": "CODEDECK_REGISTER_TOKEN_FILE",
+    "transcript_keep_last": "CODEDECK_TRANSCRIPT_KEEP_LAST",
 }
+DEFAULT_TRANSCRIPT_KEEP_LAST = 5000
 AGENTS = ("claude", "scripted")
 
 
@@ -70,6 +72,7 @@ class Settings:
     claude_path: Path | None = None
     register_url: str | None = None
     register_token_file: Path | None = None
+    transcript_keep_last: int = DEFAULT_TRANSCRIPT_KEEP_LAST
     origins: Mapping[str, str] = field(default_factory=dict)
 
     @property
@@ -320,6 +323,21 @@ def load_settings(
         origins["register_url"] = "default (no relay registration)"
         origins.setdefault("register_token_file", "default (none)")
 
+    keep_last = DEFAULT_TRANSCRIPT_KEEP_LAST
+    if (got := pick("transcript_keep_last")) is not None:
+        raw, origins["transcript_keep_last"] = got
+        try:
+            keep_last = int(raw) if not isinstance(raw, bool) else -1
+        except (TypeError, ValueError):
+            keep_last = -1
+        if keep_last < 0:
+            raise ConfigError(
+                f"transcript_keep_last ({origins['transcript_keep_last']}): expected a whole number "
+                "of transcript lines to keep per session (0 keeps everything)"
+            )
+    else:
+        origins["transcript_keep_last"] = f"default ({DEFAULT_TRANSCRIPT_KEEP_LAST} per session)"
+
     return Settings(
         home=home,
         relays=tuple(relays),
@@ -331,6 +349,7 @@ def load_settings(
         claude_path=claude_path,
         register_url=register_url,
         register_token_file=register_token_file,
+        transcript_keep_last=keep_last,
         origins=origins,
     )
 
@@ -357,6 +376,11 @@ def describe(settings: Settings) -> Sequence[tuple[str, str, str]]:
             settings.origins["key_file"],
         ),
         ("agent", settings.agent, settings.origins["agent"]),
+        (
+            "transcript_keep_last",
+            str(settings.transcript_keep_last),
+            settings.origins["transcript_keep_last"],
+        ),
         ("register_url", settings.register_url or "(none)", settings.origins["register_url"]),
         (
             "register_token_file",

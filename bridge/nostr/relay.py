@@ -40,7 +40,7 @@ import enum
 import logging
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from websockets.asyncio.client import ClientConnection, connect
@@ -51,6 +51,7 @@ from bridge.nostr.filters import Filter, matches_any
 from bridge.nostr.keys import Keypair
 from bridge.nostr.messages import (
     MAX_MESSAGE_SIZE,
+    MAX_SUBSCRIPTION_ID_LENGTH,
     AuthChallenge,
     AuthResponse,
     ClientMessage,
@@ -81,6 +82,10 @@ __all__ = [
 logger = logging.getLogger(__name__)
 
 _NOTICE_LOG_CHARS = 200
+PAGE_THRESHOLD = 100
+"""A stored answer this large may have been capped by the relay: ask for what lies before it."""
+MAX_PAGES = 200
+"""At most this many backlog pages per subscription (and reconnect)."""
 
 
 class RelayConnectionError(ConnectionError):
@@ -159,6 +164,14 @@ def _ignore(*_args: Any) -> None:
 class _Subscription:
     filters: tuple[Filter, ...]
     auth_retried: bool = False
+    parent: str | None = None
+    """For a backlog page (see :meth:`RelayConnection._page_backlog`): the subscription it serves."""
+    page: int = 0
+    stored: int = 0
+    """Events received before EOSE (stored events the relay returned for this REQ)."""
+    oldest: int | None = None
+    """The oldest ``created_at`` among them."""
+    eose: bool = False
 
 
 class _PendingOk:
@@ -520,9 +533,13 @@ class RelayConnection:
                 elif not pending.future.done():
                     pending.future.set_result(message)
             case EoseMessage():
-                if message.subscription_id in self._subscriptions:
+                subscription = self._subscriptions.get(message.subscription_id)
+                if subscription is not None and not subscription.eose:
+                    subscription.eose = True
                     logger.debug("< %s EOSE %s", self.url, message.subscription_id)
-                    self._notify(self._on_eose, message.subscription_id)
+                    self._page_backlog(message.subscription_id, subscription)
+                    if subscription.parent is None:
+                        self._notify(self._on_eose, message.subscription_id)
             case ClosedMessage():
                 self._handle_closed(message)
             case AuthChallenge():
@@ -555,6 +572,10 @@ class RelayConnection:
             logger.warning("! %s dropped event %s: %s", self.url, event.id[:8], exc)
             return
         self.last_event_at = self._clock()
+        if not subscription.eose:
+            subscription.stored += 1
+            if subscription.oldest is None or verified.created_at < subscription.oldest:
+                subscription.oldest = verified.created_at
         if logger.isEnabledFor(logging.DEBUG):
             logger.debug(
                 "< %s EVENT %s %s kind %d",
@@ -564,8 +585,75 @@ class RelayConnection:
                 event.kind,
             )
         self._notify(
-            self._on_event, RelayEventReceived(self.url, message.subscription_id, verified)
+            self._on_event,
+            RelayEventReceived(self.url, subscription.parent or message.subscription_id, verified),
         )
+
+    def _page_backlog(self, subscription_id: str, subscription: _Subscription) -> None:
+        """Fetch stored events a relay held back: relays cap what one REQ returns.
+
+        strfry and rust-nostr's relay return at most 500 stored events per filter, newest
+        first. A subscription whose stored answer looks capped (at least
+        :data:`PAGE_THRESHOLD` events) is followed by a page REQ for what lies before the
+        oldest event received (``until`` = that ``created_at``, inclusive: the pool drops the
+        repeats by id), page after page while a page is full and reaches further back. A page
+        REQ is closed after its EOSE; its events are delivered under the parent's id. Without
+        this, a daemon back from a long outage would never see the older commands.
+        """
+        parent_id = subscription.parent or subscription_id
+        parent = self._subscriptions.get(parent_id)
+        if subscription.parent is not None:
+            self._spawn(self._close_page(subscription_id), name=f"relay-page-close {self.url}")
+        if (
+            parent is None
+            or subscription.stored < PAGE_THRESHOLD
+            or subscription.oldest is None
+            or subscription.page >= MAX_PAGES
+        ):
+            return
+        if subscription.parent is not None and all(
+            f.until is not None and subscription.oldest >= f.until for f in subscription.filters
+        ):
+            # The page reached no further back: everything left shares one second, which
+            # `until` (whole seconds) cannot split. Relays order such ties by id; more than a
+            # relay's cap of events in one second is not a command rate a phone produces.
+            logger.warning(
+                "! %s %s: more stored events in one second than the relay returns at once",
+                self.url,
+                parent_id,
+            )
+            return
+        bounded = tuple(
+            replace(f, until=subscription.oldest)
+            for f in parent.filters
+            if f.until is None or f.until >= subscription.oldest
+        )
+        if not bounded or any(
+            f.since is not None and f.since > subscription.oldest for f in bounded
+        ):
+            return
+        page = subscription.page + 1
+        page_id = f"{parent_id[: MAX_SUBSCRIPTION_ID_LENGTH - 8]}~p{page}"
+        logger.info(
+            "= %s %s: %d stored events in one answer; fetching the older ones (page %d)",
+            self.url,
+            parent_id,
+            subscription.stored,
+            page,
+        )
+        self._subscriptions[page_id] = _Subscription(bounded, parent=parent_id, page=page)
+        self._spawn(self._send_page(page_id, bounded), name=f"relay-page {self.url}")
+
+    async def _send_page(self, page_id: str, filters: tuple[Filter, ...]) -> None:
+        try:
+            await self._send(ReqMessage(page_id, filters))
+        except RelayConnectionError:
+            self._subscriptions.pop(page_id, None)
+
+    async def _close_page(self, page_id: str) -> None:
+        if self._subscriptions.pop(page_id, None) is not None:
+            with contextlib.suppress(RelayConnectionError):
+                await self._send(CloseMessage(page_id))
 
     def _handle_closed(self, message: ClosedMessage) -> None:
         subscription_id = message.subscription_id

@@ -153,7 +153,6 @@ _SERVICE_ONLY_ENV = frozenset({"NOTIFY_SOCKET", "LISTEN_FDS", "LISTEN_PID", "LIS
 INPUT_QUEUE_LIMIT = 50_000
 FOLDER_SCAN_INTERVAL = 30.0
 RETENTION_INTERVAL = 24 * 3600.0
-TRANSCRIPT_KEEP_LAST = 5000
 COMMANDS_SUB = "commands"
 PAIRING_SUB = "pairing"
 
@@ -603,7 +602,9 @@ class Daemon:
         if self.engine is None:
             return
         live = [r.session_id for r in self.engine.registry.all()]
-        removed = await bridge_state.sweep_transcripts(self.db, TRANSCRIPT_KEEP_LAST, live)
+        removed = await bridge_state.sweep_transcripts(
+            self.db, self.settings.transcript_keep_last, live
+        )
         if removed:
             logger.info("retention: removed %d old transcript line(s)", removed)
 

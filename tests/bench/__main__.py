@@ -58,12 +58,25 @@ def run_module(name: str) -> ModuleResult:
     return result
 
 
+LOWER_IS_BETTER = frozenset({"ms", "s"})
+"""Units of time: for these rows a ratio below 1 means we are faster."""
+
+
 def _number(value: float | None, unit: str) -> str:
     if value is None:
         return "–"
+    if value >= 100:
+        return f"{value:,.0f}"
     if unit == "ops/s":
-        return f"{value:,.0f}" if value >= 100 else f"{value:,.1f}"
+        return f"{value:,.1f}"
     return f"{value:,.3g}"
+
+
+def _ratio(row: Row) -> str:
+    ratio = row.ratio
+    if ratio is None:
+        return "–"
+    return f"{ratio:.2f}x" + (" (lower is better)" if row.unit in LOWER_IS_BETTER else "")
 
 
 def table(results: Sequence[ModuleResult]) -> list[str]:
@@ -76,11 +89,10 @@ def table(results: Sequence[ModuleResult]) -> list[str]:
             lines.append(f"| {result.name} | **failed**: {result.error} | – | – | – | – |")
             continue
         for row in result.rows:
-            ratio = row.ratio
             lines.append(
                 f"| {row.group} | {row.name} | {_number(row.ours, row.unit)} {row.unit} "
                 f"| {_number(row.baseline, row.unit)} | {row.baseline_name or '–'} "
-                f"| {f'{ratio:.2f}x' if ratio is not None else '–'} |"
+                f"| {_ratio(row)} |"
             )
     return lines
 
@@ -116,12 +128,13 @@ def document(results: Sequence[ModuleResult], lines: Sequence[str]) -> str:
         "",
         "## Method",
         "",
-        "- Each case runs in rounds of at least 0.2 s (the iteration count is calibrated first);",
-        "  5 rounds per case, cases interleaved round-robin; the table shows the median round",
-        "  in operations per second. The baselines use the same method, with the same inputs, in",
-        "  the same run.",
-        "- The ratio is ours / baseline (above 1 means we are faster). On a shared machine the",
-        "  absolute numbers drift between runs; the ratios are what to compare.",
+        "- Each ops/s case runs in rounds of at least 0.2 s (the iteration count is calibrated",
+        "  first); 5 rounds per case, cases interleaved round-robin; the table shows the median",
+        "  round in operations per second. The baselines use the same method, with the same",
+        "  inputs, in the same run. Other units are explained in the notes below.",
+        "- The ratio is ours / baseline: above 1 means we are faster for throughputs (…/s), below",
+        "  1 for times (ms, s; marked *lower is better*). On a shared machine the absolute",
+        "  numbers drift between runs; the ratios are what to compare.",
         *(f"- {note}" for note in notes),
         "",
     ]

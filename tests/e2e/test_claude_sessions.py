@@ -163,7 +163,7 @@ async def test_deny_listed_command_is_blocked_and_logged(
 
 async def test_plan_approval_keys(claude_daemon: DaemonProcess, phone: PhoneSimulator) -> None:
     session = await start_session(phone, mode=None)  # new sessions start in plan mode
-    for key, mode in (("3", None), ("1", "acceptEdits")):
+    for key, mode in (("3", None), ("2", "default"), ("1", "acceptEdits")):
         mark = await say(phone, session, "[[exit_plan: 1. do the thing]]")
         card = await phone.wait_for(
             "output",
@@ -173,6 +173,16 @@ async def test_plan_approval_keys(claude_daemon: DaemonProcess, phone: PhoneSimu
         )
         assert card.message.entry.content == "Plan approval needed"
         await phone.send(KeypressCommand(sessionId=session, key=key, context="plan-approval"))
+        if key == "2":  # approved: the agent leaves plan mode for default; back to plan after
+            await phone.wait_for(
+                "mode-confirmed", lambda m: m.mode == "default", after=mark, timeout=WAIT
+            )
+            await phone.wait_for("output", stream_end, after=mark, timeout=WAIT)
+            await phone.send(ModeCommand(sessionId=session, mode="plan"))
+            await phone.wait_for(
+                "mode-confirmed", lambda m: m.mode == "plan", after=mark, timeout=WAIT
+            )
+            continue
         if mode is not None:
             await phone.wait_for(
                 "mode-confirmed", lambda m, mode=mode: m.mode == mode, after=mark, timeout=WAIT
