@@ -48,6 +48,7 @@ from bridge.engine.effects import (
     PruneProcessed,
     Publish,
     ReadGsdState,
+    RecordDecision,
     Resubscribe,
     SavePhone,
     SaveSession,
@@ -82,6 +83,7 @@ from bridge.engine.inputs import (
     ProviderProbed,
     RefreshRequested,
     SessionCommitted,
+    ToolBlocked,
 )
 from bridge.engine.pairing import NackBudget, PairingWindow, check_token
 from bridge.engine.providers import ProviderProfile
@@ -379,6 +381,16 @@ class Engine:
                 return []
             case PermissionRequested():
                 return self._on_permission_requested(event, now)
+            case ToolBlocked():
+                decision = RecordDecision(
+                    at=iso(now),
+                    session_id=event.session_id,
+                    tool=event.tool_name,
+                    outcome="block",
+                    reasons=event.reasons,
+                    detail=event.detail,
+                )
+                return [Commit((decision,))]
             case SessionCommitted():
                 record = self.registry.get(event.session_id)
                 if record is None or record.committed:

@@ -38,6 +38,7 @@ __all__ = [
     "ProviderProbed",
     "RefreshRequested",
     "SessionCommitted",
+    "ToolBlocked",
 ]
 
 
@@ -233,6 +234,16 @@ class SessionCommitted:
     session_id: str
 
 
+@dataclass(frozen=True, slots=True)
+class ToolBlocked:
+    """The runner's pre-check refused a tool call on the deny list (logged as a decision)."""
+
+    session_id: str
+    tool_name: str
+    reasons: tuple[str, ...]
+    detail: str
+
+
 Input = (
     CommandEventReceived
     | PairingWindowRequested
@@ -256,4 +267,5 @@ Input = (
     | ImageSaved
     | ModelsListed
     | SessionCommitted
+    | ToolBlocked
 )

@@ -91,6 +91,7 @@ from bridge.engine.effects import (
     SetRunnerOption,
     StartRunner,
 )
+from bridge.engine.gate import GateContext, Outcome, describe_decision, evaluate
 from bridge.engine.inputs import (
     AgentEntry,
     AgentReady,
@@ -102,6 +103,7 @@ from bridge.engine.inputs import (
     PairingWindowRequested,
     PhonePairedManually,
     PhoneUnpaired,
+    ToolBlocked,
 )
 from bridge.engine.providers import profile_from_record
 from bridge.logs import register_secret
@@ -148,6 +150,7 @@ __all__ = [
 logger = logging.getLogger(__name__)
 
 RELAY_DIR_NAME = "relay"
+_CARD_TOOLS = frozenset({"AskUserQuestion", "ExitPlanMode", "EnterPlanMode"})
 _SERVICE_ONLY_ENV = frozenset({"NOTIFY_SOCKET", "LISTEN_FDS", "LISTEN_PID", "LISTEN_FDNAMES"})
 """systemd's variables for the daemon itself, not for the agents it spawns."""
 INPUT_QUEUE_LIMIT = 50_000
@@ -584,7 +587,41 @@ class Daemon:
             base_env=base_env,
             env_hook=self._claude_env,
             diff_allowed=diff_gate,
+            tool_check=self._tool_check,
         )
+
+    def _tool_check(
+        self, session_id: str, tool_name: str, tool_input: dict[str, Any]
+    ) -> str | None:
+        """The deny list in front of every tool call (Claude Code's PreToolUse hook).
+
+        Claude Code asks ``can_use_tool`` only about calls its own rules would ask about; this
+        check sees every call, so the deny list blocks in every mode. Floors and cards stay with
+        the broker (``can_use_tool``), so nothing is asked twice.
+        """
+        engine = self.engine
+        record = engine.registry.get(session_id) if engine is not None else None
+        if engine is None or record is None or tool_name in _CARD_TOOLS:
+            return None
+        if _is_plan_file_write(tool_name, tool_input):
+            return None  # Claude Code writing its own plan file in plan mode (§1.9, rule 5)
+        try:
+            context = GateContext(
+                mode=record.permission_mode or "default",
+                cwd=record.cwd,
+                roots=engine.config.roots,
+                home=engine.config.home,
+            )
+            decision = evaluate(tool_name, tool_input, context)
+        except ValueError:
+            return None
+        if decision.outcome is Outcome.ASK and decision.reasons:
+            return ("ask", describe_decision(decision))
+        if decision.outcome is not Outcome.BLOCK:
+            return None
+        text = describe_decision(decision)
+        self.feed(ToolBlocked(session_id, tool_name, decision.reasons, text))
+        return ("deny", text)
 
     # --- timers -----------------------------------------------------------------------------------
 
@@ -891,6 +928,23 @@ async def run_watchdog(
             except Exception:
                 logger.exception("! watchdog tick failed")
         await asyncio.sleep(interval)
+
+
+def _is_plan_file_write(tool_name: str, tool_input: Mapping[str, Any]) -> bool:
+    """A Write/Edit of a file in Claude Code's own ``plans`` folder (its config directory)."""
+    if tool_name not in ("Write", "Edit", "MultiEdit"):
+        return False
+    raw = tool_input.get("file_path")
+    if not isinstance(raw, str) or not raw:
+        return False
+    config = os.environ.get("CLAUDE_CONFIG_DIR") or str(Path.home() / ".claude")
+    plans = Path(config).expanduser().resolve() / "plans"
+    path = Path(raw).expanduser()
+    try:
+        resolved = path.resolve()
+    except OSError:
+        return False
+    return resolved.suffix == ".md" and plans in resolved.parents
 
 
 def _read_secret_file(path: Path, setting: str) -> str:

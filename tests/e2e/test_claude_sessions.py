@@ -370,3 +370,48 @@ async def test_provider_bound_session_uses_the_profile_and_publishes_no_usage(
     await phone.quiesce(idle=1.5)
     assert phone.count("usage", after=mark) == 0
     assert token not in claude_daemon.log_text
+
+
+async def test_deny_list_blocks_even_what_accept_edits_would_allow(
+    claude_daemon: DaemonProcess, phone: PhoneSimulator
+) -> None:
+    target = Path("/etc/codedeck-e2e-must-not-exist.txt")
+    session = await start_session(phone, mode="acceptEdits")
+    try:
+        mark = await say(phone, session, f"[[write: {target} | nope]]")
+        await phone.wait_for("output", stream_end, after=mark, timeout=WAIT)
+        assert not target.exists()
+        assert not any(
+            (e.metadata or {}).get("special") == "permission_request"  # type: ignore[attr-defined]
+            for e in entries(phone, session)
+        )
+        with sqlite3.connect(claude_daemon.home / "bridge.db") as conn:
+            rows = conn.execute(
+                "SELECT outcome, reasons FROM decisions WHERE tool = 'Write'"
+            ).fetchall()
+        assert ("block", '["deny_list:system_write"]') in rows
+    finally:
+        target.unlink(missing_ok=True)
+
+
+async def test_a_floor_gets_a_card_even_for_a_call_claude_code_would_allow(
+    claude_daemon: DaemonProcess, phone: PhoneSimulator
+) -> None:
+    secret = claude_daemon.home.parent / "outside" / "private.txt"
+    secret.parent.mkdir(exist_ok=True)
+    secret.write_text("private")
+    session = await start_session(phone, mode="acceptEdits")
+    mark = await say(phone, session, f"[[read: {secret}]]")  # a read Claude Code allows by itself
+    card = await phone.wait_for(
+        "output",
+        lambda m: (m.entry.metadata or {}).get("special") == "permission_request",
+        after=mark,
+        timeout=WAIT,
+    )
+    assert "outside_workspace" in card.message.entry.metadata["reasons"]
+    await phone.send(
+        PermissionResCommand(
+            sessionId=session, requestId=card.message.entry.metadata["tool_use_id"], allow=False
+        )
+    )
+    await phone.wait_for("output", stream_end, after=mark, timeout=WAIT)

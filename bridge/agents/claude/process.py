@@ -22,7 +22,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Final, cast
 
-from claude_agent_sdk import ClaudeAgentOptions, ClaudeSDKClient
+from claude_agent_sdk import ClaudeAgentOptions, ClaudeSDKClient, HookCallback, HookMatcher
 from claude_agent_sdk.types import CanUseTool
 
 from .environment import sdk_env
@@ -48,6 +48,7 @@ def session_options(
     stderr: Callable[[str], None],
     resume: str | None,
     session_id: str | None,
+    pre_tool_use: HookCallback | None = None,
 ) -> ClaudeAgentOptions:
     """The SDK options of one session process (see the module docstring).
 
@@ -70,6 +71,11 @@ def session_options(
         stderr=stderr,
         resume=resume,
         session_id=None if resume else session_id,
+        hooks=(
+            {"PreToolUse": [HookMatcher(matcher=None, hooks=[pre_tool_use])]}
+            if pre_tool_use is not None
+            else None
+        ),
     )
 
 

@@ -62,6 +62,7 @@ from typing import Any, Final, TypeVar, cast
 from claude_agent_sdk import (
     AssistantMessage,
     ClaudeSDKClient,
+    HookCallback,
     PermissionResultDeny,
     ResultMessage,
     SystemMessage,
@@ -91,6 +92,11 @@ from .options import change_effort, change_model
 from .permissions import PermissionBroker, PermissionResult, ToolOrder
 from .process import crash_reason, session_options, stop_client
 from .transcript import input_uuid, last_total_cost, received_uuids, transcript_paths
+
+ToolCheck = Callable[[str, str, dict[str, Any]], tuple[str, str] | None]
+"""(session id, tool name, tool input) → ``("deny", why)``, ``("ask", why)`` (the permission
+prompt, i.e. ``can_use_tool``, must run even where Claude Code would allow by itself), or None
+(Claude Code's own rules decide)."""
 
 __all__ = [
     "MAX_RESTARTS",
@@ -179,6 +185,7 @@ class ClaudeRunner:
         config_dir: Path | None = None,
         env_hook: EnvHook | None = None,
         diff_allowed: Callable[[], bool] | None = None,
+        tool_check: ToolCheck | None = None,
         clock: Callable[[], float] = time.time,
         max_restarts: int = MAX_RESTARTS,
     ) -> None:
@@ -188,6 +195,7 @@ class ClaudeRunner:
         self._base_env = dict(base_env) if base_env is not None else None
         self._config_dir = config_dir
         self._env_hook = env_hook
+        self._tool_check = tool_check
         self._clock = clock
         self._max_restarts = max_restarts
         self._adapter = Adapter(diff_allowed=diff_allowed or (lambda: False))
@@ -546,6 +554,9 @@ class ClaudeRunner:
             model=self._model,
             effort=self._effort,
             can_use_tool=self._can_use_tool,
+            pre_tool_use=(
+                cast(HookCallback, self._pre_tool_use) if self._tool_check is not None else None
+            ),
             stderr=self._on_stderr,
             resume=resume_id,
             session_id=new_id,
@@ -687,6 +698,30 @@ class ClaudeRunner:
 
     # -- permissions ----------------------------------------------------------------------------
 
+    async def _pre_tool_use(
+        self, input_data: Any, tool_use_id: str | None, context: Any
+    ) -> dict[str, Any]:
+        """Every tool call passes here before Claude Code's own rules: the bridge's deny list
+        blocks it in every mode, including calls Claude Code would allow without asking."""
+        if self._tool_check is None or not isinstance(input_data, dict):
+            return {}
+        tool_input = input_data.get("tool_input")
+        verdict = self._tool_check(
+            self.session_id,
+            str(input_data.get("tool_name", "")),
+            tool_input if isinstance(tool_input, dict) else {},
+        )
+        if verdict is None:
+            return {}
+        decision, reason = verdict
+        return {
+            "hookSpecificOutput": {
+                "hookEventName": "PreToolUse",
+                "permissionDecision": decision,
+                "permissionDecisionReason": reason,
+            }
+        }
+
     async def _can_use_tool(
         self, tool_name: str, tool_input: dict[str, Any], context: ToolPermissionContext
     ) -> PermissionResult:
@@ -757,6 +792,7 @@ def claude_runner_factory(
     config_dir: Path | None = None,
     env_hook: EnvHook | None = None,
     diff_allowed: Callable[[], bool] | None = None,
+    tool_check: ToolCheck | None = None,
     clock: Callable[[], float] = time.time,
     max_restarts: int = MAX_RESTARTS,
 ) -> RunnerFactory:
@@ -771,6 +807,7 @@ def claude_runner_factory(
             config_dir=config_dir,
             env_hook=env_hook,
             diff_allowed=diff_allowed,
+            tool_check=tool_check,
             clock=clock,
             max_restarts=max_restarts,
         )
