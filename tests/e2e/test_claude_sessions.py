@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import sqlite3
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -44,6 +45,25 @@ async def say(phone: PhoneSimulator, session: str, text: str, input_id: str | No
     return mark
 
 
+async def card(phone: PhoneSimulator, after: int, special: str = "permission_request") -> Any:
+    """The next card of that kind on the phone (a `Received` output)."""
+    return await phone.wait_for(
+        "output",
+        lambda m: (m.entry.metadata or {}).get("special") == special,
+        after=after,
+        timeout=WAIT,
+    )
+
+
+async def answer(
+    phone: PhoneSimulator, session: str, received: Any, allow: bool, modifier: str | None = None
+) -> None:
+    request = received.message.entry.metadata["tool_use_id"]
+    await phone.send(
+        PermissionResCommand(sessionId=session, requestId=request, allow=allow, modifier=modifier)
+    )  # type: ignore[arg-type]
+
+
 def entries(phone: PhoneSimulator, session: str, after_seq: int = 0) -> list[object]:
     return [e for seq, e in sorted(phone.transcript(session).items()) if seq > after_seq]
 
@@ -75,49 +95,22 @@ async def test_write_card_allow_deny_always(
     # Mode `default` auto-allows writes inside the workspace; a Write outside it is a floor of
     # the risk gate (outside_workspace): always a card.
     mark = await say(phone, session, f"[[write: {target} | first]]")
-    card = await phone.wait_for(
-        "output",
-        lambda m: (m.entry.metadata or {}).get("special") == "permission_request",
-        after=mark,
-        timeout=WAIT,
-    )
-    request = card.message.entry.metadata["tool_use_id"]
-    await phone.send(PermissionResCommand(sessionId=session, requestId=request, allow=True))
+    found = await card(phone, mark)
+    await answer(phone, session, found, True)
     await phone.wait_for("output", stream_end, after=mark, timeout=WAIT)
     assert target.read_text() == "first"
 
     denied = outside / "denied.txt"
     mark = await say(phone, session, f"[[write: {denied} | nope]]")
-    card = await phone.wait_for(
-        "output",
-        lambda m: (m.entry.metadata or {}).get("special") == "permission_request",
-        after=mark,
-        timeout=WAIT,
-    )
-    await phone.send(
-        PermissionResCommand(
-            sessionId=session, requestId=card.message.entry.metadata["tool_use_id"], allow=False
-        )
-    )
+    found = await card(phone, mark)
+    await answer(phone, session, found, False)
     await phone.wait_for("output", stream_end, after=mark, timeout=WAIT)
     assert not denied.exists()
 
     always = outside / "always.txt"
     mark = await say(phone, session, f"[[write: {always} | yes]]")
-    card = await phone.wait_for(
-        "output",
-        lambda m: (m.entry.metadata or {}).get("special") == "permission_request",
-        after=mark,
-        timeout=WAIT,
-    )
-    await phone.send(
-        PermissionResCommand(
-            sessionId=session,
-            requestId=card.message.entry.metadata["tool_use_id"],
-            allow=True,
-            modifier="always",
-        )
-    )
+    found = await card(phone, mark)
+    await answer(phone, session, found, True, "always")
     await phone.wait_for("output", stream_end, after=mark, timeout=WAIT)
     assert always.read_text() == "yes"
     rules = (cwd / ".claude" / "settings.local.json").read_text()
@@ -165,13 +158,8 @@ async def test_plan_approval_keys(claude_daemon: DaemonProcess, phone: PhoneSimu
     session = await start_session(phone, mode=None)  # new sessions start in plan mode
     for key, mode in (("3", None), ("2", "default"), ("1", "acceptEdits")):
         mark = await say(phone, session, "[[exit_plan: 1. do the thing]]")
-        card = await phone.wait_for(
-            "output",
-            lambda m: (m.entry.metadata or {}).get("special") == "plan_approval",
-            after=mark,
-            timeout=WAIT,
-        )
-        assert card.message.entry.content == "Plan approval needed"
+        plan_card = await card(phone, mark, "plan_approval")
+        assert plan_card.message.entry.content == "Plan approval needed"
         await phone.send(KeypressCommand(sessionId=session, key=key, context="plan-approval"))
         if key == "2":  # approved: the agent leaves plan mode for default; back to plan after
             await phone.wait_for(
@@ -402,16 +390,7 @@ async def test_a_floor_gets_a_card_even_for_a_call_claude_code_would_allow(
     secret.write_text("private")
     session = await start_session(phone, mode="acceptEdits")
     mark = await say(phone, session, f"[[read: {secret}]]")  # a read Claude Code allows by itself
-    card = await phone.wait_for(
-        "output",
-        lambda m: (m.entry.metadata or {}).get("special") == "permission_request",
-        after=mark,
-        timeout=WAIT,
-    )
-    assert "outside_workspace" in card.message.entry.metadata["reasons"]
-    await phone.send(
-        PermissionResCommand(
-            sessionId=session, requestId=card.message.entry.metadata["tool_use_id"], allow=False
-        )
-    )
+    found = await card(phone, mark)
+    assert "outside_workspace" in found.message.entry.metadata["reasons"]
+    await answer(phone, session, found, False)
     await phone.wait_for("output", stream_end, after=mark, timeout=WAIT)
