@@ -37,3 +37,8 @@ bench: $(STAMP)
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache tests/bench/.node
+
+## The full chaos run: 10,000 commands through real relays under seeded faults (tests/chaos).
+.PHONY: chaos
+chaos: $(STAMP)
+	$(BIN)/python -m tests.chaos --commands 10000
