@@ -320,7 +320,7 @@ def test_manual_pairing_and_unpairing() -> None:
     engine = make_engine(phones=())
     effects = engine.handle(PhonePairedManually(STRANGER.public_hex, "Tab"), NOW)
     assert [type(e) for e in effects] == [Commit, Resubscribe, Publish, Notify]
-    assert engine.command_filters(NOW)[0].authors == (STRANGER.public_hex,)
+    assert engine.command_filters(NOW)[0].tags == {"p": (BRIDGE.public_hex,)}
     effects = engine.handle(PhoneUnpaired(STRANGER.public_hex), NOW)
     assert [type(e) for e in effects] == [Commit, Resubscribe]  # no heartbeat: nobody left
     assert engine.command_filters(NOW) == []
