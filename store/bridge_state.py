@@ -37,6 +37,7 @@ __all__ = [
     "prune_outbox",
     "prune_processed",
     "read_transcript",
+    "record_outbox_acceptance",
     "remove_inbox",
     "save_phone",
     "save_session",
@@ -73,6 +74,8 @@ class OutboxRow:
     event_id: str
     event: str
     expires_at: int | None
+    accepted_by: frozenset[str] = frozenset()
+    """Relay URLs that accepted the event so far."""
 
 
 async def load_state(db: BridgeDatabase) -> LoadedState:
@@ -281,14 +284,44 @@ async def add_outbox(
     )
 
 
-async def outbox_rows(db: BridgeDatabase, now: int) -> list[OutboxRow]:
-    """Queued events still worth sending (not expired), oldest first."""
+async def outbox_rows(
+    db: BridgeDatabase, now: int, *, queued_before: int | None = None
+) -> list[OutboxRow]:
+    """Queued events still worth sending (not expired; queued before the bound), oldest first."""
     rows = await db.fetchall(
-        "SELECT event_id, event, expires_at FROM outbox "
-        "WHERE expires_at IS NULL OR expires_at > ? ORDER BY queued_at, rowid",
-        (now,),
+        "SELECT event_id, event, expires_at, accepted_by FROM outbox "
+        "WHERE (expires_at IS NULL OR expires_at > ?) AND queued_at < ? "
+        "ORDER BY queued_at, rowid",
+        (now, now + 1 if queued_before is None else queued_before),
     )
-    return [OutboxRow(str(a), str(b), None if c is None else int(c)) for a, b, c in rows]
+    return [
+        OutboxRow(str(a), str(b), None if c is None else int(c), frozenset(str(d).split()))
+        for a, b, c, d in rows
+    ]
+
+
+async def record_outbox_acceptance(
+    db: BridgeDatabase, event_id: str, relays: Iterable[str], every_relay: Iterable[str]
+) -> bool:
+    """Add `relays` to those holding an outbox event; drop the row once all of `every_relay` do.
+
+    A read-merge-write in one transaction: two sends of the same event (a live one and a
+    reconnect retry) settle in any order, and neither may erase what the other learnt.
+    Returns True when the row is gone (or was already).
+    """
+    async with db.transaction():
+        row = await db.fetchone("SELECT accepted_by FROM outbox WHERE event_id = ?", (event_id,))
+        if row is None:
+            return True
+        holders = set(str(row[0]).split()) | set(relays)
+        if holders >= set(every_relay):
+            await db.execute("DELETE FROM outbox WHERE event_id = ?", (event_id,))
+            return True
+        await db.execute(
+            "UPDATE outbox SET accepted_by = ? WHERE event_id = ?",
+            (" ".join(sorted(holders)), event_id),
+        )
+        return False
 
 
 async def delete_outbox(db: BridgeDatabase, event_id: str) -> None:

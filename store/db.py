@@ -111,14 +111,19 @@ class BridgeDatabase:
         return self._owner is not None and self._owner is asyncio.current_task()
 
     async def execute(self, sql: str, params: Params = ()) -> int:
-        """Run one statement; returns the number of rows it changed (-1 for non-DML)."""
+        """Run one statement; returns the number of rows it changed (0 for non-DML).
+
+        One trip to the connection's thread, not two: every trip is a thread hand-off and a
+        wake-up of the event loop, and a command's commit is several statements long (the
+        profile of the ``input`` → ``input-ack`` path showed the hops). The changed-row count
+        is the difference of SQLite's total-changes counter around the statement: exact,
+        since statements run one at a time under the lock (the schema has no triggers).
+        """
 
         async def run() -> int:
-            cursor = await self._conn.execute(sql, params)
-            try:
-                return cursor.rowcount
-            finally:
-                await cursor.close()
+            before = self._conn.total_changes
+            await self._conn.execute_fetchall(sql, params)
+            return self._conn.total_changes - before
 
         return await self._run(run)
 
@@ -274,7 +279,7 @@ class BridgeDatabase:
 
     async def _raw(self, sql: str) -> None:
         try:
-            await self._conn.execute(sql)
+            await self._conn.execute_fetchall(sql)
         except (sqlite3.ProgrammingError, sqlite3.InterfaceError):
             raise
         except sqlite3.Error as exc:

@@ -16,6 +16,7 @@ sessions and tombstones, transcripts `(session_id, seq)`, the inbox of accepted 
 outbox of durable replies. Version 3 adds `decisions`, the permission gate's audit log
 (`store.decisions`). Version 4 adds the secrets set from phones, `provider_profiles` and
 `credentials` (`store.secrets`), and `device_config` per phone (`store.device_config`).
+Version 5 records which relays accepted each outbox event (`outbox.accepted_by`).
 """
 
 from __future__ import annotations
@@ -154,6 +155,16 @@ BRIDGE_MIGRATIONS: Final[tuple[Migration, ...]] = (
             config TEXT NOT NULL CHECK (typeof(config) = 'text'),
             updated_at INTEGER NOT NULL CHECK (typeof(updated_at) = 'integer')
         ) WITHOUT ROWID;
+        """,
+    ),
+    Migration(
+        5,
+        "outbox acceptance per relay",
+        """
+        -- The relays (space-separated URLs) that accepted an outbox event so far. A durable
+        -- reply leaves the outbox only once every configured relay holds it: a phone may reach
+        -- just one of them, and that one may have been down when the reply went out.
+        ALTER TABLE outbox ADD COLUMN accepted_by TEXT NOT NULL DEFAULT '';
         """,
     ),
 )

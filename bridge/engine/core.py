@@ -97,6 +97,7 @@ from bridge.engine.sessions import (
 from bridge.engine.sync import SyncServer
 from bridge.engine.timefmt import iso
 from bridge.engine.uploads import injected_text
+from bridge.nostr.event import VerifiedEvent
 from bridge.nostr.filters import Filter
 from bridge.nostr.keys import hex_to_npub
 from bridge.protocol import (
@@ -287,13 +288,13 @@ class Engine:
         """Filters of the standing command subscription; empty while no phone is paired."""
         if not self.phones:
             return []
-        # No `authors` here: rust-nostr's relay (the embedded relay, and the test relay) answers
-        # a filter holding both `authors` and `#p` with an incomplete, holey page once more than
-        # 500 events match, so commands could go unseen after a restart. The engine checks the
-        # author of every event anyway (a paired phone, or the pairing window).
+        # `authors` keeps strangers' events on the relay. rust-nostr's LMDB store answers
+        # `authors` + `#p` with holes once more than 500 match; the connection's backlog
+        # bisection (bridge.nostr.backlog) still gets every command.
         return [
             Filter(
                 kinds=(COMMAND_KIND,),
+                authors=tuple(sorted(self.phones)),
                 since=max(0, self.ingest.since(now)),
                 tags={"p": (self.config.bridge_pubkey,)},
             )
@@ -349,6 +350,9 @@ class Engine:
             self._prune_at = now + PRUNE_INTERVAL
             self.ingest.prune(now)
             effects.append(Commit((PruneProcessed(int(now) - PROCESSED_RETENTION_SECONDS),)))
+        given_up = self.ingest.take_given_up()  # groups the prune's sweep let expire
+        if given_up:
+            effects.append(Commit(tuple(self._record_ids(given_up))))
         return effects
 
     def handle(self, event: Input, now: float) -> list[Effect]:
@@ -443,6 +447,13 @@ class Engine:
     # --- commands ---------------------------------------------------------------------------------
 
     def _on_command_event(self, received: CommandEventReceived, now: float) -> list[Effect]:
+        effects = self._admit_command(received, now)
+        given_up = self.ingest.take_given_up()
+        if given_up:
+            effects.append(Commit(tuple(self._record_ids(given_up))))
+        return effects
+
+    def _admit_command(self, received: CommandEventReceived, now: float) -> list[Effect]:
         event = received.event
         paired = event.pubkey in self.phones
         window_open = self.window is not None and self.window.is_open(now)
@@ -452,12 +463,10 @@ class Engine:
         if not isinstance(verdict, Decoded):
             effects: list[Effect] = []
             if verdict.mark:
-                self.ingest.remember(event.id, event.created_at)
-                effects.append(Commit((MarkProcessed(event.id, event.created_at),)))
+                effects.append(Commit(tuple(self._record(event, verdict.fragments))))
             effects.append(Dropped(verdict.reason, event.id, event.pubkey))
             return effects
-        self.ingest.remember(event.id, event.created_at)
-        marks: list[StoreOp] = [MarkProcessed(event.id, event.created_at)]
+        marks = self._record(event, verdict.fragments)
         command = verdict.command
         if not paired:
             if not isinstance(command, PairRequestCommand):
@@ -474,6 +483,19 @@ class Engine:
         if verdict.stale:
             return self._on_stale(command, verdict, marks)
         return self._dispatch(command, verdict, now, marks)
+
+    def _record(
+        self, event: VerifiedEvent, fragments: tuple[tuple[str, int], ...]
+    ) -> list[StoreOp]:
+        """Remember the event (and its group's other fragments) as processed; the store ops."""
+        return self._record_ids(((event.id, event.created_at), *fragments))
+
+    def _record_ids(self, ids: Iterable[tuple[str, int]]) -> list[StoreOp]:
+        marks: list[StoreOp] = []
+        for event_id, created_at in ids:
+            self.ingest.remember(event_id, created_at)
+            marks.append(MarkProcessed(event_id, created_at))
+        return marks
 
     def _on_stale(
         self, command: PhoneToBridge, verdict: Decoded, marks: list[StoreOp]

@@ -7,7 +7,8 @@ Order for every kind-4515 event (the pool already checked its id and signature):
    ``pair-request`` is acted on. This check comes before dedup so strangers cannot evict ids;
 3. dedup against the processed set, which is persisted and reloaded at boot;
 4. NIP-44 decrypt with the author's conversation key;
-5. chunk reassembly (a fragment completes nothing until every part is in);
+5. chunk reassembly (a fragment completes nothing until every part is in, and is not recorded
+   as processed until then: see below);
 6. decode against the v10 schema (invalid payloads are dropped, never answered);
 7. staleness: a command older than 300 s is never executed.
 
@@ -20,6 +21,16 @@ hour, and may replay it at any time in that hour (after our crash, on a resubscr
 older ``since``). An id forgotten earlier would come back as "new" — a stale one would then be
 answered ``input-failed{expired}`` after it was already acknowledged. Keeping every id until the
 relays must have dropped the event closes that gap; memory is bounded by ``max_ids``.
+
+Why a fragment's id is recorded only with its completed group: the held parts live in memory.
+Were the first fragment's id committed at once and the daemon killed before the last arrived,
+the relay's replay of that first fragment would be dropped as a duplicate and the command could
+never complete. Unrecorded, the replay refills the group; a duplicate delivery meanwhile is
+absorbed by the assembler (same ``(cid, i)``). The completed command's commit records every
+fragment id of its group (:attr:`Decoded.fragments`). A group that can no longer complete
+(expired, evicted past the caps, restarted with another ``n``) has its ids recorded then
+(:meth:`IngestGate.take_given_up`): otherwise a flood of incomplete groups would come back
+from the relays after every restart and evict real groups again.
 
 Why ``since`` reaches back at least 300 s: a phone whose clock runs behind stamps its commands
 in the past. After a crash, ``last_seen − 5`` could lie after such a command that was never
@@ -34,6 +45,7 @@ from __future__ import annotations
 from collections import OrderedDict
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from typing import cast
 
 from bridge.nostr.event import VerifiedEvent
 from bridge.protocol import Assembler, DecodeError, PhoneToBridge, decode_phone_to_bridge
@@ -69,6 +81,8 @@ class Decoded:
     author: str
     created_at: int
     stale: bool
+    fragments: tuple[tuple[str, int], ...] = ()
+    """(event id, created_at) of the group's other fragments, to record with this one."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -77,6 +91,8 @@ class Refused:
 
     reason: str
     mark: bool
+    fragments: tuple[tuple[str, int], ...] = ()
+    """Other fragment ids of a completed group, recorded with this one when `mark`."""
 
 
 class IngestGate:
@@ -144,15 +160,27 @@ class IngestGate:
             plaintext = self._decrypt(event.pubkey, event.content)
         except ValueError:
             return Refused("cannot decrypt (wrong key or corrupt payload)", mark=paired)
-        assembled = self.assembler.feed(plaintext, now, sender=event.pubkey)
+        assembled, tokens = self.assembler.feed_tracked(
+            plaintext,
+            now,
+            sender=event.pubkey,
+            token=(event.id, event.created_at),
+            sent_at=event.created_at,
+        )
         if assembled is None:
-            return Refused("fragment stored, waiting for the rest", mark=True)
+            return Refused("fragment held, waiting for the rest", mark=False)
+        held = (cast("tuple[str, int]", token) for token in tokens)
+        fragments = tuple(fragment for fragment in held if fragment[0] != event.id)
         try:
             command = decode_phone_to_bridge(assembled)
         except DecodeError as exc:
-            return Refused(f"invalid payload: {exc}", mark=True)
+            return Refused(f"invalid payload: {exc}", mark=True, fragments=fragments)
         stale = event.created_at < int(now) - MAX_COMMAND_AGE_SECONDS
-        return Decoded(command, event.id, event.pubkey, event.created_at, stale)
+        return Decoded(command, event.id, event.pubkey, event.created_at, stale, fragments)
+
+    def take_given_up(self) -> list[tuple[str, int]]:
+        """(event id, created_at) of fragments whose group was given up: to record now."""
+        return [cast("tuple[str, int]", token) for token in self.assembler.take_given_up()]
 
     def remember(self, event_id: str, created_at: int) -> None:
         """Record an id as processed (the caller commits ``MarkProcessed`` for it)."""

@@ -11,6 +11,12 @@ during an attempt, OPEN while its connection is up and CLOSED while it waits to 
   is CONNECTING is waited for (at most its connect timeout); a CLOSED one answers
   NOT_CONNECTED at once, so a dead relay never slows a publish down. Retrying what was not
   delivered is the caller's business (it knows which messages must be stored).
+* A publish returns as soon as one relay delivered (unless ``wait_all``): a relay that takes
+  the event but never answers ``OK`` would otherwise hold every publish for its OK timeout, and
+  a caller that sends in order (replies must keep their order) would crawl at one event per
+  timeout. The other relays' sends go on as *trailing* tasks owned by the pool (their outcome
+  is logged when it is not an acceptance); at most ``max_trailing`` per relay, past which a
+  lagging relay is skipped (NOT_CONNECTED, "backlogged") until it catches up.
 * Subscriptions are registered once with a *filters factory*. The factory is called again
   on every (re)connect, so a caller that keeps a cursor resumes with a fresh ``since``:
   events published while a relay was unreachable are fetched when it is back, and events
@@ -38,7 +44,7 @@ import logging
 import random
 import time
 from collections import OrderedDict
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Collection, Iterator, Sequence
 from dataclasses import dataclass
 from types import TracebackType
 from typing import Any
@@ -145,6 +151,8 @@ class _Link:
         self.last_event_at: float | None = None
         self.attempt_done = asyncio.Event()
         self.task: asyncio.Task[None] | None = None
+        self.trailing = 0
+        """This relay's sends still waiting for an OK after their publish returned."""
         self.resubscribes: dict[str, asyncio.Task[None]] = {}
         """Delayed REQs after a transient CLOSED, by subscription id; end with the connection."""
 
@@ -188,6 +196,8 @@ class RelayPool:
         connect_timeout / ok_timeout / ping_interval / ping_timeout / close_timeout /
         max_message_size: passed to each :class:`~bridge.nostr.relay.RelayConnection`.
         seen_capacity: how many recent event ids are remembered to drop duplicates.
+        max_trailing: most sends per relay still waiting for an ``OK`` after their publish
+            returned (see the module docstring).
         clock: unix time in seconds.
     """
 
@@ -210,10 +220,13 @@ class RelayPool:
         close_timeout: float = 5.0,
         max_message_size: int = MAX_MESSAGE_SIZE,
         seen_capacity: int = 10_000,
+        max_trailing: int = 1_000,
         clock: Callable[[], float] = time.time,
     ) -> None:
         if not urls:
             raise ValueError("a relay pool needs at least one relay url")
+        if max_trailing < 1:
+            raise ValueError("max_trailing must be >= 1")
         backoff(rng, base=backoff_base, cap=backoff_cap, jitter=backoff_jitter)  # validate now
 
         def new_backoff() -> Iterator[float]:
@@ -240,6 +253,8 @@ class RelayPool:
         self._state_changed = asyncio.Event()
         self._started = False
         self._closed = False
+        self._max_trailing = max_trailing
+        self._trailing: dict[asyncio.Task[PublishOutcome], _Link] = {}
 
     # --- lifecycle ------------------------------------------------------------------------------
 
@@ -257,9 +272,14 @@ class RelayPool:
     async def close(self) -> None:
         """Close every connection and stop reconnecting (idempotent).
 
-        Pending publishes end as NOT_CONNECTED; no task of the pool outlives this call.
+        Pending publishes end as NOT_CONNECTED, trailing sends are cancelled; no task of the
+        pool outlives this call.
         """
         self._closed = True
+        trailing = list(self._trailing)
+        for send in trailing:
+            send.cancel()
+        await asyncio.gather(*trailing, return_exceptions=True)
         running = [(link, link.task) for link in self._links.values() if link.task is not None]
         for _, task in running:
             task.cancel()
@@ -301,18 +321,52 @@ class RelayPool:
 
     # --- publish / subscribe --------------------------------------------------------------------
 
-    async def publish(self, event: Event) -> PublishReport:
-        """Send ``event`` to every relay concurrently and collect their answers.
+    async def publish(
+        self,
+        event: Event,
+        *,
+        wait_all: bool = False,
+        relays: Collection[str] | None = None,
+        on_settled: Callable[[PublishReport], None] | None = None,
+    ) -> PublishReport:
+        """Send ``event`` to every relay concurrently; report once one relay delivered it.
 
+        With ``wait_all`` (or when no relay delivers) every relay's answer is awaited; else
+        the relays still without an answer are reported PENDING and finish as trailing tasks.
         Never raises for relay behaviour; bounded by (connect timeout +) 3 x ``ok_timeout``
-        per relay in the worst case (publish, AUTH, retry). Cancel-safe.
+        per relay in the worst case (publish, AUTH, retry). Cancel-safe: a cancelled publish
+        cancels its sends.
+
+        Args:
+            relays: send only to these of the pool's relays (e.g. to one that just came back).
+            on_settled: called once with the final answer of every relay, trailing ones
+                included (not called if the pool closes first).
         """
-        async with asyncio.TaskGroup() as group:
-            tasks = [
-                group.create_task(self._publish_to(link, event), name=f"publish {link.url}")
-                for link in self._links.values()
-            ]
-        report = PublishReport(event.id, tuple(task.result() for task in tasks))
+        links = [link for link in self._links.values() if relays is None or link.url in relays]
+        tasks = {
+            asyncio.create_task(self._publish_to(link, event), name=f"publish {link.url}"): link
+            for link in links
+        }
+        pending = set(tasks)
+        try:
+            while pending:
+                done, pending = await asyncio.wait(pending, return_when=asyncio.FIRST_COMPLETED)
+                if not wait_all and any(task.result().delivered for task in done):
+                    break
+        except BaseException:
+            for task in tasks:
+                task.cancel()
+            raise
+        outcomes = []
+        for task, link in tasks.items():
+            if task in pending:
+                outcomes.append(PublishOutcome(link.url, PublishStatus.PENDING))
+                self._trail(task, link, event)
+            else:
+                outcomes.append(task.result())
+        report = PublishReport(event.id, tuple(outcomes))
+        if on_settled is not None:
+            self._settle(event.id, list(tasks), on_settled)
         if not report.delivered:
             logger.warning(
                 "! event %s kind %d not delivered: %s",
@@ -321,6 +375,73 @@ class RelayPool:
                 "; ".join(f"{o.relay} {o.status.value} {o.message[:80]}" for o in report.outcomes),
             )
         return report
+
+    @property
+    def urls(self) -> tuple[str, ...]:
+        """The pool's relays, in configuration order."""
+        return tuple(self._links)
+
+    @property
+    def trailing(self) -> int:
+        """Sends still waiting for a relay's ``OK`` after their publish returned."""
+        return len(self._trailing)
+
+    def _settle(
+        self,
+        event_id: str,
+        tasks: list[asyncio.Task[PublishOutcome]],
+        on_settled: Callable[[PublishReport], None],
+    ) -> None:
+        """Call `on_settled` with every relay's final outcome once the last send finished."""
+        left = [task for task in tasks if not task.done()]
+
+        def report() -> None:
+            if any(task.cancelled() or task.exception() is not None for task in tasks):
+                return  # the pool closed (or a send crashed, logged): nothing is known
+            try:
+                on_settled(PublishReport(event_id, tuple(task.result() for task in tasks)))
+            except Exception:
+                logger.exception("! on_settled callback for %s failed", event_id[:8])
+
+        if not left:
+            report()
+            return
+        remaining = len(left)
+
+        def one_done(_task: asyncio.Task[PublishOutcome]) -> None:
+            nonlocal remaining
+            remaining -= 1
+            if remaining == 0:
+                report()
+
+        for task in left:
+            task.add_done_callback(one_done)
+
+    def _trail(self, task: asyncio.Task[PublishOutcome], link: _Link, event: Event) -> None:
+        self._trailing[task] = link
+        link.trailing += 1
+
+        def finished(task: asyncio.Task[PublishOutcome]) -> None:
+            self._trailing.pop(task, None)
+            link.trailing -= 1
+            if task.cancelled():
+                return
+            error = task.exception()
+            if error is not None:
+                logger.error("! publish to %s crashed", link.url, exc_info=error)
+                return
+            outcome = task.result()
+            if not outcome.delivered:
+                logger.info(
+                    "- event %s kind %d: %s %s %s",
+                    event.id[:8],
+                    event.kind,
+                    link.url,
+                    outcome.status.value,
+                    outcome.message[:80],
+                )
+
+        task.add_done_callback(finished)
 
     async def subscribe(self, subscription_id: str, filters_factory: FiltersFactory) -> None:
         """Register a subscription and open it on every open relay.
@@ -359,6 +480,9 @@ class RelayPool:
     # --- internals ------------------------------------------------------------------------------
 
     async def _publish_to(self, link: _Link, event: Event) -> PublishOutcome:
+        if link.trailing >= self._max_trailing:
+            reason = f"backlogged: {link.trailing} sends still wait for an OK"
+            return PublishOutcome(link.url, PublishStatus.NOT_CONNECTED, reason)
         if link.state is RelayState.CONNECTING:
             # An attempt is under way (e.g. right after start): its result is worth waiting for.
             with contextlib.suppress(TimeoutError):

@@ -40,12 +40,13 @@ import enum
 import logging
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Any
 
 from websockets.asyncio.client import ClientConnection, connect
 from websockets.exceptions import ConnectionClosed, WebSocketException
 
+from bridge.nostr.backlog import Backlog
 from bridge.nostr.event import Event, InvalidEventError, VerifiedEvent, check_event
 from bridge.nostr.filters import Filter, matches_any
 from bridge.nostr.keys import Keypair
@@ -82,10 +83,6 @@ __all__ = [
 logger = logging.getLogger(__name__)
 
 _NOTICE_LOG_CHARS = 200
-PAGE_THRESHOLD = 100
-"""A stored answer this large may have been capped by the relay: ask for what lies before it."""
-MAX_PAGES = 200
-"""At most this many backlog pages per subscription (and reconnect)."""
 
 
 class RelayConnectionError(ConnectionError):
@@ -112,6 +109,8 @@ class PublishStatus(enum.Enum):
     """No ``OK`` within the timeout; the relay may or may not have the event."""
     NOT_CONNECTED = "not-connected"
     """Not sent, or the connection was lost before the ``OK``."""
+    PENDING = "pending"
+    """Sent, no ``OK`` yet when the report was made (another relay accepted first)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -163,14 +162,12 @@ def _ignore(*_args: Any) -> None:
 @dataclass(slots=True)
 class _Subscription:
     filters: tuple[Filter, ...]
+    backlog: Backlog | None
+    """The stored events being gathered (see :mod:`bridge.nostr.backlog`); None once released.
+    A page shares its parent's."""
     auth_retried: bool = False
     parent: str | None = None
-    """For a backlog page (see :meth:`RelayConnection._page_backlog`): the subscription it serves."""
-    page: int = 0
-    stored: int = 0
-    """Events received before EOSE (stored events the relay returned for this REQ)."""
-    oldest: int | None = None
-    """The oldest ``created_at`` among them."""
+    """For a backlog page: the id of the subscription it serves."""
     eose: bool = False
 
 
@@ -232,6 +229,7 @@ class RelayConnection:
         close_timeout: float = 5.0,
         max_message_size: int = MAX_MESSAGE_SIZE,
         hard_max_message_size: int | None = None,
+        eose_timeout: float = 15.0,
         clock: Callable[[], float] = time.time,
     ) -> None:
         if hard_max_message_size is None:
@@ -248,6 +246,7 @@ class RelayConnection:
         self._ping_interval = ping_interval
         self._ping_timeout = ping_timeout
         self._close_timeout = close_timeout
+        self._eose_timeout = eose_timeout
         self._max_message_size = max_message_size
         self._hard_max_message_size = hard_max_message_size
         self._clock = clock
@@ -258,6 +257,8 @@ class RelayConnection:
         self._closed = asyncio.Event()
         self._pending: dict[str, _PendingOk] = {}
         self._subscriptions: dict[str, _Subscription] = {}
+        self._largest_answer = 0
+        """The most stored events one answer of this relay held: its cap, as far as known."""
         self._challenge: str | None = None
         self._challenge_seen = asyncio.Event()
         self._authed_challenge: str | None = None
@@ -374,8 +375,11 @@ class RelayConnection:
             ClientMessageError: a bad subscription id or no filter.
         """
         message = ReqMessage(subscription_id, tuple(filters))
-        self._subscriptions[subscription_id] = _Subscription(message.filters)
+        backlog = Backlog(message.filters, f"{self.url} {subscription_id}")
+        subscription = _Subscription(message.filters, backlog)
+        self._subscriptions[subscription_id] = subscription
         await self._send(message)
+        self._watch_answer(subscription_id, subscription)
 
     async def unsubscribe(self, subscription_id: str) -> None:
         """Send a CLOSE; events still in flight for it are dropped.
@@ -537,9 +541,7 @@ class RelayConnection:
                 if subscription is not None and not subscription.eose:
                     subscription.eose = True
                     logger.debug("< %s EOSE %s", self.url, message.subscription_id)
-                    self._page_backlog(message.subscription_id, subscription)
-                    if subscription.parent is None:
-                        self._notify(self._on_eose, message.subscription_id)
+                    self._answer_ended(message.subscription_id, subscription)
             case ClosedMessage():
                 self._handle_closed(message)
             case AuthChallenge():
@@ -572,10 +574,6 @@ class RelayConnection:
             logger.warning("! %s dropped event %s: %s", self.url, event.id[:8], exc)
             return
         self.last_event_at = self._clock()
-        if not subscription.eose:
-            subscription.stored += 1
-            if subscription.oldest is None or verified.created_at < subscription.oldest:
-                subscription.oldest = verified.created_at
         if logger.isEnabledFor(logging.DEBUG):
             logger.debug(
                 "< %s EVENT %s %s kind %d",
@@ -584,65 +582,81 @@ class RelayConnection:
                 event.id[:8],
                 event.kind,
             )
-        self._notify(
-            self._on_event,
-            RelayEventReceived(self.url, subscription.parent or message.subscription_id, verified),
-        )
+        parent_id = subscription.parent or message.subscription_id
+        if subscription.parent is not None and not self._serves(subscription):
+            return  # a page of a subscription since closed or replaced
+        if subscription.backlog is not None:
+            subscription.backlog.hold(verified, stored=not subscription.eose)
+            return
+        self._notify(self._on_event, RelayEventReceived(self.url, parent_id, verified))
 
-    def _page_backlog(self, subscription_id: str, subscription: _Subscription) -> None:
-        """Fetch stored events a relay held back: relays cap what one REQ returns.
+    def _serves(self, page: _Subscription) -> bool:
+        """Whether a page's parent is still open and still gathering that backlog."""
+        parent = self._subscriptions.get(page.parent or "")
+        return parent is not None and page.backlog is not None and parent.backlog is page.backlog
 
-        strfry and rust-nostr's relay return at most 500 stored events per filter, newest
-        first. A subscription whose stored answer looks capped (at least
-        :data:`PAGE_THRESHOLD` events) is followed by a page REQ for what lies before the
-        oldest event received (``until`` = that ``created_at``, inclusive: the pool drops the
-        repeats by id), page after page while a page is full and reaches further back. A page
-        REQ is closed after its EOSE; its events are delivered under the parent's id. Without
-        this, a daemon back from a long outage would never see the older commands.
+    def _answer_ended(
+        self, subscription_id: str, subscription: _Subscription, *, refused: bool = False
+    ) -> None:
+        """A REQ's stored answer ended: ask for the next page, or release the backlog.
+
+        See :mod:`bridge.nostr.backlog`. Pages go one at a time; their events are delivered
+        under the parent's id; ``on_eose`` tells the parent's backlog was released whole.
         """
         parent_id = subscription.parent or subscription_id
-        parent = self._subscriptions.get(parent_id)
         if subscription.parent is not None:
-            self._spawn(self._close_page(subscription_id), name=f"relay-page-close {self.url}")
-        if (
-            parent is None
-            or subscription.stored < PAGE_THRESHOLD
-            or subscription.oldest is None
-            or subscription.page >= MAX_PAGES
-        ):
+            if not refused:
+                self._spawn(self._close_page(subscription_id), name=f"relay-page-close {self.url}")
+            if not self._serves(subscription):
+                return
+        parent = self._subscriptions[parent_id]
+        backlog = parent.backlog
+        if backlog is None:
             return
-        if subscription.parent is not None and all(
-            f.until is not None and subscription.oldest >= f.until for f in subscription.filters
-        ):
-            # The page reached no further back: everything left shares one second, which
-            # `until` (whole seconds) cannot split. Relays order such ties by id; more than a
-            # relay's cap of events in one second is not a command rate a phone produces.
-            logger.warning(
-                "! %s %s: more stored events in one second than the relay returns at once",
-                self.url,
-                parent_id,
+        self._largest_answer = max(self._largest_answer, backlog.answer_size)
+        filters = backlog.answer_ended(0 if refused else self._largest_answer, int(self._clock()))
+        if filters is not None:
+            page_id = f"{parent_id[: MAX_SUBSCRIPTION_ID_LENGTH - 8]}~p{backlog.pages}"
+            logger.info(
+                "= %s %s: fetching stored events, page %d", self.url, parent_id, backlog.pages
             )
+            page = _Subscription(filters, backlog, parent=parent_id)
+            self._subscriptions[page_id] = page
+            self._spawn(self._send_page(page_id, filters), name=f"relay-page {self.url}")
+            self._watch_answer(page_id, page)
             return
-        bounded = tuple(
-            replace(f, until=subscription.oldest)
-            for f in parent.filters
-            if f.until is None or f.until >= subscription.oldest
+        parent.backlog = None
+        for event in backlog.release():
+            self._notify(self._on_event, RelayEventReceived(self.url, parent_id, event))
+        self._notify(self._on_eose, parent_id)
+
+    def _watch_answer(self, subscription_id: str, subscription: _Subscription) -> None:
+        """Bound the wait for a stored answer's EOSE (see :meth:`_answer_overdue`)."""
+        self._spawn(
+            self._answer_overdue(subscription_id, subscription),
+            name=f"relay-eose-deadline {self.url}",
         )
-        if not bounded or any(
-            f.since is not None and f.since > subscription.oldest for f in bounded
-        ):
+
+    async def _answer_overdue(self, subscription_id: str, subscription: _Subscription) -> None:
+        """A relay that never ends a stored answer must not leave the backlog held forever.
+
+        The events of a backlog are held until its last answer ends; without this deadline one
+        REQ the relay never answers would silence the subscription on that relay. Past it, the
+        answer counts as refused (its window is skipped, logged) and the backlog goes on.
+        """
+        await asyncio.sleep(self._eose_timeout)
+        if self._subscriptions.get(subscription_id) is not subscription or subscription.eose:
             return
-        page = subscription.page + 1
-        page_id = f"{parent_id[: MAX_SUBSCRIPTION_ID_LENGTH - 8]}~p{page}"
-        logger.info(
-            "= %s %s: %d stored events in one answer; fetching the older ones (page %d)",
+        logger.warning(
+            "- %s %s: no EOSE after %g s; going on without the rest of that answer",
             self.url,
-            parent_id,
-            subscription.stored,
-            page,
+            subscription_id,
+            self._eose_timeout,
         )
-        self._subscriptions[page_id] = _Subscription(bounded, parent=parent_id, page=page)
-        self._spawn(self._send_page(page_id, bounded), name=f"relay-page {self.url}")
+        subscription.eose = True
+        if subscription.parent is not None:
+            await self._close_page(subscription_id)
+        self._answer_ended(subscription_id, subscription, refused=True)
 
     async def _send_page(self, page_id: str, filters: tuple[Filter, ...]) -> None:
         try:
@@ -672,6 +686,11 @@ class RelayConnection:
             "< %s CLOSED %s: %s", self.url, subscription_id, message.message[:_NOTICE_LOG_CHARS]
         )
         del self._subscriptions[subscription_id]
+        if subscription.parent is not None:
+            # A page refused: its window is skipped (logged above), the backlog goes on.
+            if not subscription.eose:
+                self._answer_ended(subscription_id, subscription, refused=True)
+            return
         self._notify(self._on_closed, subscription_id, message.message)
 
     def _notify(self, callback: Callable[..., None], *args: Any) -> None:

@@ -25,7 +25,7 @@ Receiver (:class:`Assembler`):
 5. a complete group is joined and returned; an incomplete one is dropped
    :data:`CHUNK_ASSEMBLY_TTL_SECONDS` after its first fragment, and partial content never surfaces;
 6. at most :data:`MAX_OPEN_GROUPS` groups and :data:`MAX_BUFFERED_BYTES` of ``part`` bytes are held;
-   past either limit the oldest group is evicted.
+   past either limit the oldest group (by when its first fragment was sent) is evicted.
 """
 
 from __future__ import annotations
@@ -172,8 +172,10 @@ def split(
 class _Group:
     count: int
     expires_at: float
+    sent_at: float
     parts: dict[int, str] = field(default_factory=dict)
     size: int = 0
+    tokens: list[object] = field(default_factory=list)
 
 
 def _envelope(plaintext: str) -> tuple[str, int, int, str] | None:
@@ -228,6 +230,7 @@ class Assembler:
         self._max_bytes = max_bytes
         self._groups: OrderedDict[tuple[str, str], _Group] = OrderedDict()
         self._buffered = 0
+        self._given_up: list[object] = []
         self.evicted_groups = 0
         self.expired_groups = 0
         self.restarted_groups = 0
@@ -251,56 +254,101 @@ class Assembler:
         """Drop every group whose time-to-live has run out; return how many were dropped."""
         expired = [key for key, group in self._groups.items() if group.expires_at <= now]
         for key in expired:
-            self._drop(key)
+            self._give_up(key)
         self.expired_groups += len(expired)
         return len(expired)
 
     def feed(self, plaintext: str, now: float, sender: str = "") -> str | None:
-        """Take one decrypted event's plaintext.
+        """Take one decrypted event's plaintext; see :meth:`feed_tracked` for the result."""
+        return self.feed_tracked(plaintext, now, sender)[0]
+
+    def feed_tracked(
+        self,
+        plaintext: str,
+        now: float,
+        sender: str = "",
+        token: object = None,
+        sent_at: float | None = None,
+    ) -> tuple[str | None, tuple[object, ...]]:
+        """Take one decrypted event's plaintext, remembering `token` with its fragment.
+
+        Why tokens: the caller must not record a fragment's event as processed until its
+        group completes — a crash in between would lose the held parts, and a replayed
+        fragment would then be dropped as a duplicate, so the group could never complete.
+        The tokens (event ids) come back with the completed message, to be recorded then;
+        those of groups that can no longer complete come from :meth:`take_given_up`.
 
         Args:
             plaintext: The NIP-44 plaintext of an event.
             now: The current monotonic time, in seconds.
             sender: The event author; groups of different senders never mix, so one peer cannot
                 inject parts into another's message.
+            token: Opaque value kept with this fragment (None keeps nothing).
+            sent_at: When the sender made this fragment (its event's ``created_at``); a
+                group's age for eviction is that of its oldest fragment (default: `now`).
+                Why: after a restart a relay hands back old incomplete groups (a flood of
+                them, say) *after* a newer group's first fragment arrived live; by arrival
+                order the newer, real group would be the one evicted.
 
         Returns:
-            The plaintext itself when it is not a (valid) chunk envelope; the joined message when
-            this fragment completes its group; None while the group is incomplete.
+            ``(message, tokens)``: the plaintext itself and ``(token,)`` when it is not a (valid)
+            chunk envelope; the joined message and the tokens of every fragment of the group
+            when this fragment completes it; ``(None, ())`` while the group is incomplete.
         """
+        own = () if token is None else (token,)
         self.sweep(now)
         if not plaintext.startswith(CHUNK_PREFIX):
-            return plaintext
+            return plaintext, own
         envelope = _envelope(plaintext)
         if envelope is None:
-            return plaintext
+            return plaintext, own
         cid, index, count, part = envelope
         key = (sender, cid)
         group = self._groups.get(key)
         if group is not None and group.count != count:
-            self._drop(key)
+            self._give_up(key)
             self.restarted_groups += 1
             group = None
+        age = now if sent_at is None else sent_at
         if group is None:
-            group = _Group(count=count, expires_at=now + self._ttl)
+            group = _Group(count=count, expires_at=now + self._ttl, sent_at=age)
             self._groups[key] = group
+        else:
+            group.sent_at = min(group.sent_at, age)
         if index in group.parts:
             self.duplicate_parts += 1
-            return None
+            return None, ()
         size = len(part.encode("utf-8"))
         group.parts[index] = part
         group.size += size
+        group.tokens.extend(own)
         self._buffered += size
         if len(group.parts) == group.count:
             self._drop(key)
-            return "".join(group.parts[i] for i in range(group.count))
+            return "".join(group.parts[i] for i in range(group.count)), tuple(group.tokens)
         while self._groups and (
             len(self._groups) > self._max_groups or self._buffered > self._max_bytes
         ):
-            oldest = next(iter(self._groups))
-            self._drop(oldest)
+            # The oldest by when it was sent; ties (one second) go by arrival, first in first out.
+            oldest = min(self._groups, key=lambda k: self._groups[k].sent_at)
+            self._give_up(oldest)
             self.evicted_groups += 1
-        return None
+        return None, ()
+
+    def take_given_up(self) -> list[object]:
+        """Tokens of the fragments of groups dropped incomplete since the last call.
+
+        Why: such a group can never complete (expired, evicted, or restarted with another
+        ``n``), so its fragments' events may now be recorded as processed. Left unrecorded, a
+        relay would replay them after every restart for their whole hour, and a flood of
+        incomplete groups would evict real ones each time.
+        """
+        tokens, self._given_up = self._given_up, []
+        return tokens
+
+    def _give_up(self, key: tuple[str, str]) -> None:
+        self._given_up.extend(self._groups[key].tokens)
+        self._drop(key)
 
     def _drop(self, key: tuple[str, str]) -> None:
         group = self._groups.pop(key)

@@ -153,8 +153,11 @@ RELAY_DIR_NAME = "relay"
 _CARD_TOOLS = frozenset({"AskUserQuestion", "ExitPlanMode", "EnterPlanMode"})
 _SERVICE_ONLY_ENV = frozenset({"NOTIFY_SOCKET", "LISTEN_FDS", "LISTEN_PID", "LISTEN_FDNAMES"})
 """systemd's variables for the daemon itself, not for the agents it spawns."""
-INPUT_QUEUE_LIMIT = 50_000
+INPUT_BACKLOG_WARNING = 50_000
+"""Inputs waiting for the engine past which a warning is logged (they are never dropped)."""
 FOLDER_SCAN_INTERVAL = 30.0
+OUTBOX_RETRY_AGE = 60
+"""Seconds a durable reply waits in the outbox before the periodic retry sends it again."""
 RETENTION_INTERVAL = 24 * 3600.0
 COMMANDS_SUB = "commands"
 PAIRING_SUB = "pairing"
@@ -198,7 +201,11 @@ class Daemon:
         self._clock = clock
         self._runner_factory = runner_factory
         self._keys = ConversationKeyCache(keypair.secret)
-        self._inputs: asyncio.Queue[Input] = asyncio.Queue(INPUT_QUEUE_LIMIT)
+        # Unbounded on purpose: every input is agent output to store, a command the pool has
+        # already marked as seen (a dropped one would not come back before a restart), or an
+        # errand's answer. Dropping any of them loses data; a burst is worked off instead.
+        self._inputs: asyncio.Queue[Input] = asyncio.Queue()
+        self._backlog_warned = False
         self._wake = asyncio.Event()
         self.embedded: EmbeddedRelay | None = None
         self.pool: RelayPool | None = None
@@ -215,7 +222,6 @@ class Daemon:
         self._pair_waiters: list[asyncio.Future[PairWaitResult]] = []
         self._stopping = False
         self._public_relays: list[str] = list(settings.relays)
-        self._dropped_inputs = 0
         self._last_status: str | None = None  # ops: STATUS= is sent only when it changes
 
     # --- engine plumbing --------------------------------------------------------------------------
@@ -223,11 +229,13 @@ class Daemon:
     def feed(self, event: Input) -> None:
         """Queue an input for the engine loop (from callbacks; never blocks)."""
         self._observe(event)
-        try:
-            self._inputs.put_nowait(event)
-        except asyncio.QueueFull:
-            self._dropped_inputs += 1
-            logger.warning("! input queue full; dropped %s", type(event).__name__)
+        self._inputs.put_nowait(event)
+        waiting = self._inputs.qsize()
+        if waiting >= INPUT_BACKLOG_WARNING and not self._backlog_warned:
+            self._backlog_warned = True
+            logger.warning("! %d inputs wait for the engine (agents outrun the store)", waiting)
+        elif waiting < INPUT_BACKLOG_WARNING // 2:
+            self._backlog_warned = False
 
     def _observe(self, event: Input) -> None:
         """Side looks at agent events: the commit watcher starts and takes its fast path here."""
@@ -267,7 +275,7 @@ class Daemon:
 
     async def _after_reconnect(self, url: str) -> None:
         try:
-            await self.outbound.retry_outbox()
+            await self.outbound.retry_outbox(url)
         except Exception:
             logger.exception("! retrying the outbox after %s reconnected failed", url)
 
@@ -629,6 +637,12 @@ class Daemon:
         next_retention = self._clock()
         while True:
             await self._scan_folders()
+            try:
+                # A relay that refused or never answered a reply while staying connected gets
+                # no reconnect retry: this one reaches it (see Outbound's docstring).
+                await self.outbound.retry_outbox(older_than=OUTBOX_RETRY_AGE)
+            except Exception:
+                logger.exception("! the periodic outbox retry failed")
             if self._clock() >= next_retention:
                 next_retention = self._clock() + RETENTION_INTERVAL
                 await self._sweep_transcripts()

@@ -6,9 +6,12 @@
 - Best-effort events go on an ordered queue drained by one sender task, so a slow relay never
   stalls the engine loop.
 - Durable events (4516 replies) were written to the outbox table in the command's transaction
-  before they reach :meth:`Outbound.send`; when a relay accepts one, its outbox row is deleted.
-  :meth:`Outbound.retry_outbox` re-sends the rows still queued (at boot and on every relay
-  reconnect), the identical signed events, until their NIP-40 expiry.
+  before they reach :meth:`Outbound.send`. A row leaves the outbox once *every* configured relay
+  accepted its event, not the first one: a phone may reach only one of the bridge's relays, and
+  a reply that went out while that relay was down would otherwise never reach it. Which relays
+  hold it is recorded (``outbox.accepted_by``) when some did not;
+  :meth:`Outbound.retry_outbox` re-sends the identical signed events to the relays still
+  missing them: to all at boot, to one relay when it reconnects, until their NIP-40 expiry.
 """
 
 from __future__ import annotations
@@ -18,8 +21,9 @@ import contextlib
 import logging
 import os
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Coroutine
 from dataclasses import dataclass
+from typing import Any
 
 import orjson
 
@@ -28,7 +32,7 @@ from bridge.engine.publish import PublishPlanner, expires_at
 from bridge.nostr.event import VerifiedEvent, check_event, parse_event, sign_event
 from bridge.nostr.keys import Keypair
 from bridge.nostr.nip44 import ConversationKeyCache, encrypt
-from bridge.nostr.pool import RelayPool
+from bridge.nostr.pool import PublishReport, RelayPool
 from bridge.protocol import BridgeToPhone
 from store import bridge_state
 from store.db import BridgeDatabase
@@ -50,6 +54,10 @@ class SealedEvent:
     durable: bool
     expires_at: int | None
     message_type: str
+    relays: tuple[str, ...] | None = None
+    """Send only to these relays (a retry); None: to every relay."""
+    accepted_by: frozenset[str] = frozenset()
+    """Relays known to hold the event already (from its outbox row)."""
 
 
 class Outbound:
@@ -74,7 +82,8 @@ class Outbound:
         self._queue: asyncio.Queue[SealedEvent] = asyncio.Queue(QUEUE_LIMIT)
         self._pool: RelayPool | None = None
         self._task: asyncio.Task[None] | None = None
-        self._retrying = False
+        self._retrying: set[str | None] = set()
+        self._bookkeeping: set[asyncio.Task[None]] = set()
         self.published = 0
         self.failed = 0
 
@@ -136,6 +145,9 @@ class Outbound:
         with contextlib.suppress(asyncio.CancelledError):
             await self._task
         self._task = None
+        # Outbox bookkeeping already started finishes (a row deleted or updated); what is
+        # left unknown stays in the outbox and is sent again at the next boot.
+        await asyncio.gather(*self._bookkeeping, return_exceptions=True)
 
     def send(self, sealed: list[SealedEvent]) -> None:
         """Queue events for the sender task (in order)."""
@@ -152,39 +164,88 @@ class Outbound:
                     " (kept in the outbox)" if item.durable else "",
                 )
 
-    async def retry_outbox(self) -> int:
-        """Re-send every queued durable event that has not expired; returns how many."""
-        if self._retrying:
+    async def retry_outbox(self, relay: str | None = None, *, older_than: int = 0) -> int:
+        """Re-send queued durable events that have not expired; returns how many.
+
+        Args:
+            relay: only to this relay (it just reconnected), the events it does not hold;
+                None (boot, periodic): each event to every relay that has not accepted it.
+            older_than: only events queued at least this many seconds ago (the periodic
+                retry leaves sends still under way alone).
+        """
+        if relay in self._retrying or self._pool is None:
             return 0
-        self._retrying = True
+        self._retrying.add(relay)
         try:
+            everyone = frozenset(self._pool.urls)
             now = int(self._clock())
             await bridge_state.prune_outbox(self._db, now)
-            rows = await bridge_state.outbox_rows(self._db, now)
+            rows = await bridge_state.outbox_rows(
+                self._db, now, queued_before=now - older_than if older_than else None
+            )
+            sent = 0
             for row in rows:
+                missing = (everyone if relay is None else {relay}) - row.accepted_by
+                if not missing:
+                    continue
                 try:
                     event = check_event(parse_event(orjson.loads(row.event)))
                 except ValueError:
                     logger.error("! outbox row %s is not a valid event; dropped", row.event_id[:8])
                     await bridge_state.delete_outbox(self._db, row.event_id)
                     continue
-                self.send([SealedEvent(event, True, row.expires_at, "retry")])
-            if rows:
-                logger.info("retrying %d undelivered response(s)", len(rows))
-            return len(rows)
+                retry = SealedEvent(
+                    event, True, row.expires_at, "retry", tuple(sorted(missing)), row.accepted_by
+                )
+                self.send([retry])
+                sent += 1
+            if sent:
+                logger.info(
+                    "retrying %d undelivered response(s)%s",
+                    sent,
+                    "" if relay is None else f" on {relay}",
+                )
+            return sent
         finally:
-            self._retrying = False
+            self._retrying.discard(relay)
+
+    def _settled(self, item: SealedEvent) -> Callable[[PublishReport], None]:
+        """Once every relay answered: drop the outbox row, or record who holds the event."""
+
+        def settled(report: PublishReport) -> None:
+            assert self._pool is not None
+            accepted = {o.relay for o in report.outcomes if o.delivered}
+            if not accepted:
+                return
+            work = bridge_state.record_outbox_acceptance(
+                self._db, item.event.id, accepted, self._pool.urls
+            )
+            task = asyncio.get_running_loop().create_task(self._book(work, item))
+            self._bookkeeping.add(task)
+            task.add_done_callback(self._bookkeeping.discard)
+
+        return settled
+
+    async def _book(self, work: Coroutine[Any, Any, bool], item: SealedEvent) -> None:
+        try:
+            await work
+        except Exception:
+            # The row stays as it was: the event is sent again, which relays and phones
+            # deduplicate by id.
+            logger.exception("! outbox bookkeeping for %s failed", item.event.id[:8])
 
     async def _run(self) -> None:
         assert self._pool is not None
         while True:
             item = await self._queue.get()
             try:
-                report = await self._pool.publish(item.event)
+                report = await self._pool.publish(
+                    item.event,
+                    relays=item.relays,
+                    on_settled=self._settled(item) if item.durable else None,
+                )
                 if report.delivered:
                     self.published += 1
-                    if item.durable:
-                        await bridge_state.delete_outbox(self._db, item.event.id)
                     if logger.isEnabledFor(logging.DEBUG):
                         logger.debug("> %s %s", item.message_type, item.event.id[:8])
                 else:

@@ -58,8 +58,8 @@ def run_module(name: str) -> ModuleResult:
     return result
 
 
-LOWER_IS_BETTER = frozenset({"ms", "s"})
-"""Units of time: for these rows a ratio below 1 means we are faster."""
+LOWER_IS_BETTER = frozenset({"ms", "s", "MiB"})
+"""Units of time and memory: for these rows a ratio below 1 means we are faster or leaner."""
 
 
 def _number(value: float | None, unit: str) -> str:
@@ -133,8 +133,8 @@ def document(results: Sequence[ModuleResult], lines: Sequence[str]) -> str:
         "  round in operations per second. The baselines use the same method, with the same",
         "  inputs, in the same run. Other units are explained in the notes below.",
         "- The ratio is ours / baseline: above 1 means we are faster for throughputs (…/s), below",
-        "  1 for times (ms, s; marked *lower is better*). On a shared machine the absolute",
-        "  numbers drift between runs; the ratios are what to compare.",
+        "  1 for times (ms, s) and memory (MiB), marked *lower is better*. On a shared machine the",
+        "  absolute numbers drift between runs; the ratios are what to compare.",
         *(f"- {note}" for note in notes),
         "",
     ]

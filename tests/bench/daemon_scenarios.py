@@ -1,8 +1,16 @@
-"""The daemon benchmark's scenarios: one relay, one real daemon, phones, measured in one run.
+"""The daemon benchmark's shared helpers and its one-daemon cases (1 to 5).
 
-:func:`measure_daemon` starts a :class:`~tests.support.relay.LoopbackRelay` on 127.0.0.1 and the
-real ``codedeck-bridge run`` subprocess (scripted agent) on a temporary home, pairs a phone
-simulator, and runs the cases of issue 4 one after the other on the same processes:
+The helpers, which :mod:`tests.bench.daemon_load` imports too: :class:`TimedPhone` (a phone
+simulator that stamps arrival times), :class:`RelayNoDelay`, the relay probe (the relay alone,
+the baseline), pairing and session helpers, the testbed (a
+:class:`~tests.support.relay.LoopbackRelay` on 127.0.0.1 and the real ``codedeck-bridge run``
+subprocess, scripted agent, on a temporary home), how a turn's live delivery is checked, and
+:class:`DaemonNumbers`, which collects every case's result. The cases on a daemon of their own
+(6: three phones, 7: memory) are in :mod:`tests.bench.daemon_load`;
+:func:`tests.bench.bench_daemon.measure_daemon` runs them all, in order.
+
+:func:`measure_one_phone` pairs a phone simulator and runs these cases one after the other on
+the same relay and daemon:
 
 1. **live output**: ``lines N`` sized so the session holds exactly 5,000 entries; the time from
    publishing the input to the arrival of the last entry; then every seq is checked against the
@@ -27,7 +35,8 @@ simulator, and runs the cases of issue 4 one after the other on the same process
 The order matters: LocalRelay hangs up (no close frame) on a connection that sends more than
 6,000 events within a minute, so the two cases where the daemon sends thousands (the output turn,
 the catch-up's acks and replies) fall on two different connections, before and after the
-restart; :attr:`DaemonNumbers.disconnects` counts how often it happened anyway.
+restart; :attr:`DaemonNumbers.disconnects` counts how often it happened anyway (cases 6 and 7
+count their own daemon's).
 
 Times are taken when a message *arrives* at the phone (:class:`TimedPhone` stamps each decoded
 message with ``time.perf_counter()`` in the relay reader callback), not when a waiting coroutine
@@ -41,13 +50,12 @@ import asyncio
 import contextlib
 import os
 import socket
-import tempfile
 import time
 import uuid
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import orjson
 
@@ -62,10 +70,17 @@ from bridge.protocol.codec import encode
 from bridge.protocol.kinds import COMMAND_KIND, LIVE_KIND
 from tests.support.daemon import DaemonProcess
 from tests.support.phone import PhoneSimulator
+from tests.support.phone_state import Received
+
+if TYPE_CHECKING:
+    # Types only: daemon_load imports this module, never the other way round at run time.
+    from tests.bench.daemon_load import FanoutResult, MemoryResult
+    from tests.support.relay import LoopbackRelay
 
 __all__ = [
     "CATCHUP_COMMANDS",
     "CATCHUP_TIMEOUT",
+    "DISCONNECT_MARK",
     "LATENCY_SAMPLES",
     "NAGLE_SAMPLES",
     "SYNC_ENTRIES",
@@ -73,11 +88,13 @@ __all__ = [
     "DaemonNumbers",
     "LatencyResult",
     "OutputResult",
+    "PhoneDelivery",
     "RelayNoDelay",
     "SyncRunResult",
     "TimedPhone",
-    "measure_daemon",
+    "measure_one_phone",
     "percentile",
+    "run_case",
 ]
 
 LATENCY_SAMPLES = 200
@@ -243,6 +260,21 @@ class CatchupResult:
     """From the process start until the agent's log holds every input."""
 
 
+@dataclass(frozen=True, slots=True)
+class PhoneDelivery:
+    """What one phone got of a turn's live output."""
+
+    live: int
+    """Entries of the turn that reached the phone live."""
+    lost: int
+    recovered_by_sync: bool | None
+    """None when nothing was lost (no sync needed)."""
+    first_arrival_ms: float
+    """From publishing the input to the first live entry at this phone."""
+    last_arrival: float
+    """Seconds from publishing the input to the last live entry at this phone."""
+
+
 @dataclass(slots=True)
 class DaemonNumbers:
     latency_nagle: LatencyResult | None = None
@@ -251,8 +283,12 @@ class DaemonNumbers:
     output: OutputResult | None = None
     sync: SyncRunResult | None = None
     catchup: CatchupResult | None = None
+    fanout: FanoutResult | None = None
+    memory: MemoryResult | None = None
+    memory_unavailable: bool = False
+    """No ``/proc/<pid>/status`` here (not Linux): case 7 was skipped."""
     disconnects: int = 0
-    """How often the relay dropped the daemon's connection during the run (from its log)."""
+    """How often the relay dropped the first daemon's connection (cases 1-5; from its log)."""
     problems: list[str] = field(default_factory=list)
 
 
@@ -395,6 +431,48 @@ async def _latency(
     return LatencyResult(tuple(ack_ms), tuple(relay_ms), nodelay)
 
 
+async def _await_turn(phone: TimedPhone, mark: int) -> None:
+    """Return once the turn begun after `mark` is over at `phone`, as far as it can tell."""
+    try:
+        await phone.wait_for("output", _is_stream_end, after=mark, timeout=OUTPUT_TIMEOUT)
+        # One connection keeps the order, so nothing should trail the turn's last entry; a
+        # short quiet period makes sure a straggler is not counted as lost.
+        await phone.quiesce(0.3, timeout=30)
+    except TimeoutError:
+        # The last entry itself was lost live: wait until the daemon has had time to
+        # reconnect and send whatever it still had queued.
+        await phone.quiesce(LOST_END_QUIET, timeout=60)
+
+
+def _turn_outputs(phone: TimedPhone, session: str, mark: int) -> list[Received[Any]]:
+    outputs = phone.messages("output", lambda m: m.sessionId == session, after=mark)
+    if not outputs:
+        raise RuntimeError(f"no output of the turn reached {phone.label}")
+    return outputs
+
+
+async def _delivery(
+    phone: TimedPhone, session: str, wanted: range, mark: int, start: float
+) -> PhoneDelivery:
+    """How many seqs of `wanted` reached `phone` live; one sync must bring any it lacks."""
+    arrivals = [phone.arrived_at[item.index] for item in _turn_outputs(phone, session, mark)]
+    held = phone.transcript(session)
+    lost = sum(1 for seq in wanted if seq not in held)
+    recovered: bool | None = None
+    if lost:
+        await phone.sync(session, wait=False)
+        result = await phone.wait_sync(session, timeout=60)
+        held = phone.transcript(session)
+        recovered = result.complete and all(seq in held for seq in wanted)
+    return PhoneDelivery(
+        live=len(wanted) - lost,
+        lost=lost,
+        recovered_by_sync=recovered,
+        first_arrival_ms=(min(arrivals) - start) * 1000,
+        last_arrival=max(arrivals) - start,
+    )
+
+
 async def _output(
     daemon: DaemonProcess, phone: TimedPhone, probe: _RelayProbe, session: str, entries: int
 ) -> tuple[OutputResult, int]:
@@ -405,32 +483,12 @@ async def _output(
     mark = phone.mark()
     start = time.perf_counter()
     await phone.publish_event(event)
-    try:
-        await phone.wait_for("output", _is_stream_end, after=mark, timeout=OUTPUT_TIMEOUT)
-        # One connection keeps the order, so nothing should trail the turn's last entry; a
-        # short quiet period makes sure a straggler is not counted as lost.
-        await phone.quiesce(0.3, timeout=30)
-    except TimeoutError:
-        # The last entry itself was lost live: wait until the daemon has had time to
-        # reconnect and send whatever it still had queued.
-        await phone.quiesce(LOST_END_QUIET, timeout=60)
-    outputs = phone.messages("output", lambda m: m.sessionId == session, after=mark)
-    if not outputs:
-        raise RuntimeError("no output of the turn reached the phone")
+    await _await_turn(phone, mark)
+    outputs = _turn_outputs(phone, session, mark)
     stored = await asyncio.to_thread(daemon.transcript, session)
     seq_high = max(stored)
-    held = phone.transcript(session)
     wanted = range(seq_before + 1, seq_high + 1)
-    lost = sum(1 for seq in wanted if seq not in held)
-    live = len(wanted) - lost
-    last_arrival = max(phone.arrived_at[item.index] for item in outputs)
-    first_arrival = min(phone.arrived_at[item.index] for item in outputs)
-    recovered: bool | None = None
-    if lost:
-        await phone.sync(session, wait=False)
-        result = await phone.wait_sync(session, timeout=60)
-        held = phone.transcript(session)
-        recovered = result.complete and all(seq in held for seq in wanted)
+    delivery = await _delivery(phone, session, wanted, mark, start)
 
     # The relay alone: as many events of the same size, from one connection to another,
     # published one at a time (the daemon's sender waits for each OK the same way).
@@ -441,11 +499,11 @@ async def _output(
     return (
         OutputResult(
             entries=len(wanted),
-            live_entries=live,
-            seconds=last_arrival - start,
-            first_entry_ms=(first_arrival - start) * 1000,
-            lost_live=lost,
-            recovered_by_sync=recovered,
+            live_entries=delivery.live,
+            seconds=delivery.last_arrival,
+            first_entry_ms=delivery.first_arrival_ms,
+            lost_live=delivery.lost,
+            recovered_by_sync=delivery.recovered_by_sync,
             relay_events=entries,
             relay_seconds=relay_seconds,
             relay_lost=relay_lost,
@@ -558,6 +616,9 @@ async def _catchup(
     )
 
 
+# --- the testbed, and running the cases ---------------------------------------------------------
+
+
 async def _cancel(task: asyncio.Task[None]) -> None:
     task.cancel()
     with contextlib.suppress(asyncio.CancelledError):
@@ -579,7 +640,51 @@ def _count_disconnects(numbers: DaemonNumbers, daemon: DaemonProcess) -> None:
     numbers.disconnects = daemon.log_text.count(DISCONNECT_MARK)
 
 
-async def _step(numbers: DaemonNumbers, name: str, coro: Any) -> Any:
+def _phone_problems(numbers: DaemonNumbers, phones: Sequence[TimedPhone]) -> None:
+    for phone in phones:
+        if phone.errors or phone.violations or phone.conflicts:
+            numbers.problems.append(
+                f"{phone.label} saw {len(phone.errors)} error(s), {len(phone.violations)} "
+                f"contract violation(s), {len(phone.conflicts)} conflict(s)"
+            )
+
+
+@dataclass(frozen=True, slots=True)
+class _Testbed:
+    relay: LoopbackRelay
+    daemon: DaemonProcess
+    nodelay: RelayNoDelay
+    keeper: asyncio.Task[None]
+    """Keeps ``TCP_NODELAY`` set on the relay's sockets until cancelled."""
+
+
+async def _testbed(stack: contextlib.AsyncExitStack, directory: Path) -> _Testbed:
+    """A relay (``TCP_NODELAY`` kept set) and a daemon (not started) with its home in `directory`.
+
+    Cleanup, pushed on `stack`, runs in reverse order, each step even when an earlier one
+    failed: the keeper stops, the daemon stops (or is killed), the relay stops.
+    """
+    from tests.support.relay import LoopbackRelay  # nostr_sdk is heavy: only when measuring
+
+    workspace = directory / "ws"
+    workspace.mkdir(parents=True)
+    relay = await stack.enter_async_context(LoopbackRelay())
+    daemon = DaemonProcess(
+        directory / "home",
+        [relay.url],
+        workspace,
+        machine="benchbox",
+        env={"CODEDECK_AGENT": "scripted"},
+    )
+    stack.push_async_callback(_stop_daemon, daemon)
+    assert relay.port is not None
+    nodelay = RelayNoDelay(relay.port)
+    keeper = asyncio.create_task(nodelay.run(), name="relay-nodelay")
+    stack.push_async_callback(_cancel, keeper)
+    return _Testbed(relay, daemon, nodelay, keeper)
+
+
+async def run_case(numbers: DaemonNumbers, name: str, coro: Any) -> Any:
     """Run one case; a failure is recorded and the next cases still run when they can."""
     try:
         return await coro
@@ -588,49 +693,22 @@ async def _step(numbers: DaemonNumbers, name: str, coro: Any) -> Any:
         return None
 
 
-async def measure_daemon(
+async def measure_one_phone(
+    numbers: DaemonNumbers,
+    workdir: Path,
     *,
-    latency_samples: int = LATENCY_SAMPLES,
-    nagle_samples: int = NAGLE_SAMPLES,
-    sync_entries: int = SYNC_ENTRIES,
-    catchup_commands: int = CATCHUP_COMMANDS,
-    catchup_timeout: float = CATCHUP_TIMEOUT,
-    progress: Callable[[str], None] = lambda _: None,
-    workdir: Path | None = None,
-) -> DaemonNumbers:
-    """Run the cases on one relay, one daemon and its phones; clean everything up.
-
-    Args:
-        nagle_samples: ack latency samples through the relay as shipped, before
-            ``TCP_NODELAY`` is set on its sockets for everything else (0: skip).
-        catchup_timeout: how long to wait for the catch-up's acks before calling it failed.
-        workdir: an empty directory for the daemon's home, log and workspace, kept afterwards
-            (to read the daemon's log); by default a temporary directory, removed.
-    """
-    from tests.support.relay import LoopbackRelay  # nostr_sdk is heavy: only when measuring
-
-    numbers = DaemonNumbers()
+    latency_samples: int,
+    nagle_samples: int,
+    sync_entries: int,
+    catchup_commands: int,
+    catchup_timeout: float,
+    progress: Callable[[str], None],
+) -> None:
+    """Cases 1 to 5, on one relay, one daemon and its phones."""
     async with contextlib.AsyncExitStack() as stack:
-        # Cleanup runs in reverse order, each step even when an earlier one failed: phones and
-        # probes close, the daemon stops (or is killed), the relay stops, the files go.
-        if workdir is None:
-            workdir = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="cdb-bench-")))
-        workspace = workdir / "ws"
-        workspace.mkdir()
-        relay = await stack.enter_async_context(LoopbackRelay())
-        daemon = DaemonProcess(
-            workdir / "home",
-            [relay.url],
-            workspace,
-            machine="benchbox",
-            env={"CODEDECK_AGENT": "scripted"},
-        )
+        bed = await _testbed(stack, workdir)
+        relay, daemon, nodelay = bed.relay, bed.daemon, bed.nodelay
         stack.callback(_count_disconnects, numbers, daemon)
-        stack.push_async_callback(_stop_daemon, daemon)
-        assert relay.port is not None
-        nodelay = RelayNoDelay(relay.port)
-        keeper = asyncio.create_task(nodelay.run(), name="relay-nodelay")
-        stack.push_async_callback(_cancel, keeper)
         probe = _RelayProbe(relay.url)
         stack.push_async_callback(probe.close)
 
@@ -646,39 +724,34 @@ async def measure_daemon(
         # minute, so the daemon's two big senders (the output turn and the catch-up) are on two
         # connections, before and after its restart.
         progress("live output")
-        output = await _step(
+        output = await run_case(
             numbers, "live output", _output(daemon, phone, probe, bulk, sync_entries)
         )
         if output is not None:
             numbers.output, seq_high = output
             progress("full sync")
-            numbers.sync = await _step(
+            numbers.sync = await run_case(
                 numbers, "full sync", _full_sync(daemon, relay.url, bulk, seq_high)
             )
         progress("restart catch-up")
-        numbers.catchup = await _step(
+        numbers.catchup = await run_case(
             numbers,
             "restart catch-up",
             _catchup(daemon, phone, queue, catchup_commands, catchup_timeout),
         )
         progress("ack latency")
-        numbers.latency = await _step(
+        numbers.latency = await run_case(
             numbers,
             "ack latency",
             _latency(phone, probe, chat, latency_samples, nodelay=nodelay.available),
         )
-        await _cancel(keeper)
+        await _cancel(bed.keeper)
         if nagle_samples:
             nodelay.apply(enabled=False)
             progress("ack latency, relay as shipped")
-            numbers.latency_nagle = await _step(
+            numbers.latency_nagle = await run_case(
                 numbers,
                 "ack latency (relay as shipped)",
                 _latency(phone, probe, chat, nagle_samples, nodelay=False),
             )
-        if phone.errors or phone.violations or phone.conflicts:
-            numbers.problems.append(
-                f"phone saw {len(phone.errors)} error(s), {len(phone.violations)} "
-                f"contract violation(s), {len(phone.conflicts)} conflict(s)"
-            )
-    return numbers
+        _phone_problems(numbers, [phone])

@@ -388,8 +388,9 @@ class FaultInjector:
         """A probe input's first fragment, more incomplete groups than the cap, its last one.
 
         The assembler holds at most ``MAX_OPEN_GROUPS`` groups and evicts the oldest: the probe's
-        group is gone when its last fragment comes, so the probe must never run. A two-part
-        input sent right after must go through.
+        group is gone when its last fragment comes, so the probe must not run then: it is still
+        unanswered when the two-part input sent right after it (which must go through) is
+        acknowledged. Later replays of its fragments may complete it (see ``Expect.EVICTED``).
         """
         await self.ensure_daemon()
         name, phone = "P2", self.workload.phone("P2")
@@ -432,7 +433,7 @@ class FaultInjector:
         control_session, control = two_parts(control_text, control_id)
         await publish(control)
         for record_id, session, text, events, expect, note in (
-            (probe_id, probe_session, probe_text, probe, Expect.IGNORED, "group evicted"),
+            (probe_id, probe_session, probe_text, probe, Expect.EVICTED, "group evicted"),
             (control_id, control_session, control_text, control, Expect.ACK, "after the flood"),
         ):
             self.ledger.count("input")
@@ -448,7 +449,21 @@ class FaultInjector:
                     note,
                 )
             )
+        observer = self.workload.trackers[name]
+
+        def control_answered() -> bool | None:
+            observer.update()
+            return observer.answered(control_id) or None
+
+        with contextlib.suppress(TimeoutError):  # a missing ack is the liveness checks' business
+            await phone.wait_until(control_answered, timeout=30, what=f"ack of {control_id}")
+        # Acks go out in order, but two relays may deliver them out of order: a moment's grace.
+        await asyncio.sleep(1.0)
+        observer.update()
+        evicted = not observer.answered(probe_id)
+        self.ledger.evictions[probe_id] = evicted
         self.ledger.fault(
             FaultKind.FRAGMENT_FLOOD,
-            f"{junk} incomplete groups (lying n) between the fragments of {probe_id}",
+            f"{junk} incomplete groups (lying n) between the fragments of {probe_id}"
+            f" ({'evicted' if evicted else 'NOT evicted'})",
         )

@@ -7,8 +7,11 @@ it is sent, never after the fact:
   every phone and reach the agent exactly once;
 * ``EXPIRED`` / ``NO_SESSION``: it must be answered ``input-failed`` with that reason, exactly
   once, and never reach the agent;
-* ``IGNORED``: sent by an unpaired key, or its fragments were evicted by the assembler cap; no
-  reply of any kind, and it never runs.
+* ``IGNORED``: sent by an unpaired key; no reply of any kind, and it never runs;
+* ``EVICTED``: its fragment group was evicted by the assembler cap before its last fragment came
+  (checked when it happened: :attr:`Ledger.evictions`). The fragments are not recorded as
+  processed until their group completes, so a later replay of them by a relay may still
+  complete it: it then runs once and is acknowledged once. At most once, never a failure.
 
 A :class:`ReplyTracker` follows one phone's received log incrementally, so waiting for thousands
 of acks costs one pass over the log, not one pass per check.
@@ -40,11 +43,12 @@ class Expect(enum.Enum):
     EXPIRED = "expired"
     NO_SESSION = "no-session"
     IGNORED = "ignored"
+    EVICTED = "evicted"
 
     @property
     def reply(self) -> bool:
         """Whether the phones must hear about it (an ack or a failure)."""
-        return self is not Expect.IGNORED
+        return self not in (Expect.IGNORED, Expect.EVICTED)
 
 
 @dataclass(slots=True)
@@ -136,6 +140,9 @@ class Ledger:
     """Things that went wrong while running (a liveness wait that timed out, a failed publish,
     a daemon that died by itself): each one is a violation of its own."""
     silent_probes: list[SilentProbe] = field(default_factory=list)
+    evictions: dict[str, bool] = field(default_factory=dict)
+    """Assembler-cap probe inputId → whether it was still unanswered once the input sent after
+    it was acknowledged (True: its group was evicted, as it must be)."""
     unpaired_at: int | None = None
     intruder_creates: int = 0
     replayed: int = 0
@@ -176,6 +183,14 @@ class Ledger:
             r.text
             for r in self.inputs.values()
             if r.session_id == session_id and r.expect is Expect.ACK
+        )
+
+    def optional_texts(self, session_id: str) -> Counter[str]:
+        """What the agent of `session_id` may have received at most once, text → times."""
+        return Counter(
+            r.text
+            for r in self.inputs.values()
+            if r.session_id == session_id and r.expect is Expect.EVICTED
         )
 
     def awaiting_reply(self) -> list[InputRecord]:

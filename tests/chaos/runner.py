@@ -19,6 +19,7 @@ LMDB, the daemon's home and log, the phones' state files) is kept when the run f
 
 from __future__ import annotations
 
+import asyncio
 import random
 import resource
 import shutil
@@ -183,6 +184,11 @@ async def _final_phase(
             await workload.phone(name).quiesce(idle=2.0, timeout=90)
         except TimeoutError as exc:
             ledger.incident(f"{name} still receiving at the end: {exc}")
+    # Every relay is up: the outbox must drain (a reply leaves it once every relay holds it).
+    # Retries after the last reconnects may still be under way; give them a moment.
+    deadline = time.monotonic() + 30
+    while world.query("SELECT count(*) FROM outbox")[0][0] and time.monotonic() < deadline:
+        await asyncio.sleep(0.5)
     _sample(world, ledger)
     live = ledger.live_sessions()
     daemon_sessions = [str(s["sessionId"]) for s in await world.daemon.call("sessions.list")]

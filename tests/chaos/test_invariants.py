@@ -90,6 +90,29 @@ def test_exactly_once_catches_a_double_a_missing_and_a_forbidden_run() -> None:
     assert "ran 1x too often" in text and "'c'" in text and "'a'" in text
 
 
+def test_an_evicted_probe_may_run_once_late_but_never_twice() -> None:
+    book = ledger(record(1, "a"), record(2, "evicted-probe-in-2", Expect.EVICTED))
+    never = snapshot(executions={"u1": 1}, executed={S1: Counter({"a": 1})})
+    late = snapshot(
+        executions={"u1": 1, "u2": 1}, executed={S1: Counter({"a": 1, "evicted-probe-in-2": 1})}
+    )
+    twice = snapshot(
+        executions={"u1": 1, "u2": 1}, executed={S1: Counter({"a": 1, "evicted-probe-in-2": 2})}
+    )
+    assert exactly_once(book, never).ok
+    assert exactly_once(book, late).ok
+    assert not exactly_once(book, twice).ok
+    phones = {"P1": phone(), "P2": phone(), "P3": phone()}
+    for name in ("P1", "P2"):
+        hear(phones[name], InputAckMessage(sessionId=S1, inputId="in-1"))
+    trackers = {name: ReplyTracker(p) for name, p in phones.items()}
+    assert answered_once(book, trackers).ok
+    hear(phones["P1"], InputAckMessage(sessionId=S1, inputId="in-2"))
+    assert answered_once(book, trackers).ok
+    hear(phones["P1"], InputAckMessage(sessionId=S1, inputId="in-2"))
+    assert not answered_once(book, trackers).ok
+
+
 def test_answered_once_catches_a_second_ack_and_a_missing_failure() -> None:
     book = ledger(record(1, "a"), record(2, "b", Expect.EXPIRED))
     phones = {"P1": phone(), "P2": phone(), "P3": phone()}
@@ -170,9 +193,13 @@ def test_heartbeat_must_list_live_sessions_and_tombstone_only_closed_ones() -> N
 
 
 def test_memory_bounds() -> None:
-    book = ledger(record(1, "evicted-probe-in-1", Expect.IGNORED))
+    book = ledger(record(1, "evicted-probe-in-1", Expect.EVICTED))
+    book.evictions["in-1"] = True
     book.rss_samples = [(0, 100 * 1024)]
     assert memory_bounded(book, snapshot()).ok
+    book.evictions["in-1"] = False  # the probe completed through the flood: the cap failed
+    assert not memory_bounded(book, snapshot()).ok
+    book.evictions["in-1"] = True
     book.rss_samples.append((10, 500 * 1024))
     verdict = memory_bounded(book, snapshot(outbox_rows=3))
     assert not verdict.ok and len(verdict.details) == 2

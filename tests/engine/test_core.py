@@ -5,6 +5,7 @@ from __future__ import annotations
 import itertools
 from collections.abc import Iterator
 
+import orjson
 import pytest
 
 from bridge.engine.core import Engine, EngineConfig, EngineState
@@ -180,6 +181,101 @@ def test_garbage_is_marked_processed_and_dropped(payload: str, reason: str) -> N
     assert reason in effects[1].reason  # type: ignore[union-attr]
 
 
+def fragment_events(message: PhoneToBridge, count: int = 2) -> list[CommandEventReceived]:
+    """`message` split into exactly `count` chunk envelopes, each its own signed event."""
+    text = encode(message)
+    size = -(-len(text) // count)
+    pieces = [text[i : i + size] for i in range(0, len(text), size)]
+    assert len(pieces) == count
+    return [
+        command_event(
+            orjson.dumps(
+                {"type": "chunk", "cid": "c1", "i": i, "n": count, "part": piece}
+            ).decode(),
+            created_at=NOW + i,
+        )
+        for i, piece in enumerate(pieces)
+    ]
+
+
+def test_a_fragment_is_not_recorded_until_its_group_completes() -> None:
+    engine = make_engine()
+    session = ready_session(engine)
+    first, second = fragment_events(InputCommand(sessionId=session, text="x" * 300, inputId="i1"))
+    held = engine.handle(first, NOW)
+    assert [type(e) for e in held] == [Dropped]
+    assert not engine.ingest.seen(first.event.id)
+    done = engine.handle(second, NOW + 1)
+    marked = {
+        op.event_id
+        for e in done
+        if isinstance(e, Commit)
+        for op in e.ops
+        if isinstance(op, MarkProcessed)
+    }
+    assert marked == {first.event.id, second.event.id}
+    assert engine.ingest.seen(first.event.id) and engine.ingest.seen(second.event.id)
+    assert ("input-ack", (PHONE.public_hex,)) in published(done)
+
+
+def test_a_group_cut_by_a_crash_completes_from_the_replayed_fragments() -> None:
+    engine = make_engine()
+    first, second = fragment_events(InputCommand(sessionId="s-gone", text="y" * 300, inputId="i2"))
+    engine.handle(first, NOW)
+    # kill -9: nothing of the held group was committed; the relay replays both fragments.
+    reborn = make_engine(last_seen=int(NOW))
+    assert [type(e) for e in reborn.handle(first, NOW + 2)] == [Dropped]
+    effects = reborn.handle(second, NOW + 3)
+    assert ("input-failed", (PHONE.public_hex,)) in published(effects)
+    marked = [
+        op.event_id
+        for e in effects
+        if isinstance(e, Commit)
+        for op in e.ops
+        if isinstance(op, MarkProcessed)
+    ]
+    assert sorted(marked) == sorted([first.event.id, second.event.id])
+
+
+def test_a_fragment_delivered_twice_is_held_once() -> None:
+    engine = make_engine()
+    session = ready_session(engine)
+    first, second = fragment_events(InputCommand(sessionId=session, text="z" * 300, inputId="i3"))
+    engine.handle(first, NOW)
+    again = engine.handle(first, NOW)
+    assert [type(e) for e in again] == [Dropped]
+    done = engine.handle(second, NOW + 1)
+    assert published(done).count(("input-ack", (PHONE.public_hex,))) == 1
+    assert [type(e) for e in engine.handle(second, NOW + 2)] == [Dropped]
+
+
+def test_a_flood_of_incomplete_groups_is_recorded_once_evicted() -> None:
+    engine = make_engine()
+    junk = [
+        command_event(
+            orjson.dumps({"type": "chunk", "cid": f"j{n}", "i": 0, "n": 9, "part": "x"}).decode(),
+            created_at=NOW - n,
+        )
+        for n in range(70)
+    ]
+    recorded: list[str] = []
+    for event in junk:
+        effects = engine.handle(event, NOW)
+        recorded += [
+            op.event_id
+            for e in effects
+            if isinstance(e, Commit)
+            for op in e.ops
+            if isinstance(op, MarkProcessed)
+        ]
+    # The assembler holds 64 groups: the 6 oldest (by created_at) were evicted, can never
+    # complete, and are recorded, so a relay replaying them cannot flood the assembler again.
+    assert recorded == [e.event.id for e in junk[64:]]
+    replayed = engine.handle(junk[69], NOW)
+    assert [type(e) for e in replayed] == [Dropped]
+    assert "duplicate" in replayed[0].reason  # type: ignore[union-attr]
+
+
 def test_wrong_conversation_key_is_dropped() -> None:
     engine = make_engine()
     other = Keypair.from_secret("44" * 32)
@@ -320,6 +416,7 @@ def test_manual_pairing_and_unpairing() -> None:
     engine = make_engine(phones=())
     effects = engine.handle(PhonePairedManually(STRANGER.public_hex, "Tab"), NOW)
     assert [type(e) for e in effects] == [Commit, Resubscribe, Publish, Notify]
+    assert engine.command_filters(NOW)[0].authors == (STRANGER.public_hex,)
     assert engine.command_filters(NOW)[0].tags == {"p": (BRIDGE.public_hex,)}
     effects = engine.handle(PhoneUnpaired(STRANGER.public_hex), NOW)
     assert [type(e) for e in effects] == [Commit, Resubscribe]  # no heartbeat: nobody left

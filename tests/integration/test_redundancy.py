@@ -8,6 +8,9 @@ carry the traffic.
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
+import sqlite3
 from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
 from typing import Any
@@ -146,3 +149,36 @@ async def test_a_phone_on_relay_a_and_a_phone_on_relay_b_are_both_served(
     finally:
         await on_a.close()
         await on_b.close()
+
+
+async def test_a_reply_sent_while_a_relay_was_down_reaches_it_when_it_is_back(
+    daemon: DaemonProcess, relays: list[LoopbackRelay]
+) -> None:
+    """The outbox keeps a durable reply until every relay holds it (not just the first one)."""
+    a, b = relays[0], relays[1]
+    on_a = await paired_phone(daemon, [a.url], "only-a")
+    on_b = await paired_phone(daemon, [b.url], "only-b")
+    try:
+        session = await new_session(on_b)
+        await a.stop()
+        mark = on_b.mark()
+        await on_b.send(InputCommand(sessionId=session, text="while a is down", inputId="in-x"))
+        await on_b.wait_for("input-ack", ack_of("in-x"), after=mark, timeout=30)
+        mark_a = on_a.mark()
+        await a.start()  # the daemon reconnects and re-sends what relay A is missing
+        ack = await on_a.wait_for("input-ack", ack_of("in-x"), after=mark_a, timeout=60)
+        assert ack.relay == a.url
+    finally:
+        await on_a.close()
+        await on_b.close()
+    # Every relay holds every reply now: the outbox empties (its bookkeeping runs after the
+    # last relay answered).
+    async with asyncio.timeout(20):
+        while outbox_rows(daemon):
+            await asyncio.sleep(0.1)
+
+
+def outbox_rows(daemon: DaemonProcess) -> int:
+    uri = f"file:{daemon.home / 'bridge.db'}?mode=ro"
+    with contextlib.closing(sqlite3.connect(uri, uri=True, timeout=10)) as conn:
+        return int(conn.execute("SELECT count(*) FROM outbox").fetchone()[0])

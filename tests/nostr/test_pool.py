@@ -140,7 +140,7 @@ async def test_publish_to_two_relays(relay_factory: RelayFactory, make_pool: Poo
     first, second = await relay_factory(), await relay_factory()
     pool, _ = await make_pool([first.url, second.url])
     event = make_event(BRIDGE, kind=4516)
-    report = await pool.publish(event)
+    report = await pool.publish(event, wait_all=True)
     assert report.delivered
     assert report.event_id == event.id
     assert [(o.relay, o.status) for o in report.outcomes] == [
@@ -175,7 +175,7 @@ async def test_publish_is_delivered_when_one_relay_is_down(
     up, down = await relay_factory(), await relay_factory()
     await down.stop()
     pool, _ = await make_pool([up.url, down.url])
-    report = await pool.publish(make_event(BRIDGE, kind=4516))
+    report = await pool.publish(make_event(BRIDGE, kind=4516), wait_all=True)
     assert report.delivered
     statuses = {o.relay: o.status for o in report.outcomes}
     assert statuses == {up.url: PublishStatus.ACCEPTED, down.url: PublishStatus.NOT_CONNECTED}
@@ -206,7 +206,7 @@ async def test_silent_relay_times_out_without_blocking_delivery(
     good, silent = await relay_factory(), await relay_factory(policy=SilentPolicy())
     pool, _ = await make_pool([good.url, silent.url], ok_timeout=0.3)
     await asyncio.wait_for(pool.wait_open(every=True), 10)
-    report = await asyncio.wait_for(pool.publish(make_event(BRIDGE, kind=4516)), 10)
+    report = await asyncio.wait_for(pool.publish(make_event(BRIDGE, kind=4516), wait_all=True), 10)
     assert report.delivered
     statuses = {o.relay: o.status for o in report.outcomes}
     assert statuses == {good.url: PublishStatus.ACCEPTED, silent.url: PublishStatus.TIMEOUT}
@@ -215,6 +215,45 @@ async def test_silent_relay_times_out_without_blocking_delivery(
     report = await asyncio.wait_for(alone.publish(make_event(BRIDGE, kind=4516)), 10)
     assert not report.delivered
     assert report.outcomes[0].status is PublishStatus.TIMEOUT
+
+
+async def test_publish_returns_once_one_relay_accepted(
+    relay_factory: RelayFactory, make_pool: PoolFactory
+) -> None:
+    good, silent = await relay_factory(), await relay_factory(policy=SilentPolicy())
+    # An OK timeout far beyond the test's bound: any publish that waited for it would fail.
+    pool, _ = await make_pool([good.url, silent.url], ok_timeout=30)
+    await asyncio.wait_for(pool.wait_open(every=True), 10)
+    events = [make_event(BRIDGE, kind=4516, content=f"n{n}") for n in range(20)]
+    for event in events:
+        report = await asyncio.wait_for(pool.publish(event), 5)
+        statuses = {o.relay: o.status for o in report.outcomes}
+        assert statuses == {good.url: PublishStatus.ACCEPTED, silent.url: PublishStatus.PENDING}
+    assert pool.trailing == 20
+    await pool.close()  # trailing sends are the pool's: cancelled and awaited
+    assert pool.trailing == 0
+
+
+async def test_a_lagging_relay_is_skipped_past_the_trailing_cap(
+    relay_factory: RelayFactory, make_pool: PoolFactory, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.INFO, logger="bridge.nostr.pool")
+    good, silent = await relay_factory(), await relay_factory(policy=SilentPolicy())
+    pool, _ = await make_pool([good.url, silent.url], ok_timeout=0.5, max_trailing=3)
+    await asyncio.wait_for(pool.wait_open(every=True), 10)
+    for n in range(3):
+        await pool.publish(make_event(BRIDGE, kind=4516, content=f"n{n}"))
+    report = await pool.publish(make_event(BRIDGE, kind=4516, content="skipped"))
+    skipped = next(o for o in report.outcomes if o.relay == silent.url)
+    assert skipped.status is PublishStatus.NOT_CONNECTED
+    assert "backlogged" in skipped.message
+    # The trailing sends time out, are logged, and the relay is tried again.
+    async with asyncio.timeout(10):
+        while pool.trailing:
+            await asyncio.sleep(0.05)
+    assert "timeout" in caplog.text
+    report = await pool.publish(make_event(BRIDGE, kind=4516, content="again"))
+    assert {o.relay: o.status for o in report.outcomes}[silent.url] is PublishStatus.PENDING
 
 
 async def test_reconnect_replays_subscription_without_loss_or_duplicates(

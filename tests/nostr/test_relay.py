@@ -243,7 +243,9 @@ async def test_nip42_auth_for_publish_and_subscribe(
     reader, reader_inbox = await open_connection(guarded.url, PHONE)
     await reader.subscribe("s", [Filter(ids=(event.id,))])
     await reader_inbox.wait_for(lambda: reader_inbox.ids() == [event.id])
-    assert reader_inbox.closed == []  # the auth-required CLOSED was handled, not passed on
+    # The auth-required CLOSED was handled, not passed on (LocalRelay may end an `ids`
+    # subscription with a CLOSED of its own once everything was sent).
+    assert all("auth-required" not in reason for _, reason in reader_inbox.closed)
     assert inbox.events == []
     assert caplog.text.count("authenticated (NIP-42)") == 2
 

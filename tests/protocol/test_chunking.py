@@ -239,6 +239,45 @@ def test_a_changed_n_restarts_the_group() -> None:
     assert assembler.feed('{"type":"chunk","cid":"c","i":0,"n":2,"part":"A"}', 0.0) == "AB"
 
 
+def test_tokens_come_back_with_the_completed_group_only() -> None:
+    assembler = Assembler()
+    first = '{"type":"chunk","cid":"c","i":0,"n":2,"part":"A"}'
+    assert assembler.feed_tracked(first, 0.0, token="e0") == (None, ())
+    assert assembler.feed_tracked(first, 0.0, token="e0-again") == (None, ())  # duplicate part
+    second = '{"type":"chunk","cid":"c","i":1,"n":2,"part":"B"}'
+    assert assembler.feed_tracked(second, 0.0, token="e1") == ("AB", ("e0", "e1"))
+    assert assembler.feed_tracked('{"type":"ping"}', 0.0, token="e2") == (
+        '{"type":"ping"}',
+        ("e2",),
+    )
+    assert assembler.feed_tracked('{"type":"ping"}', 0.0) == ('{"type":"ping"}', ())
+
+
+def test_tokens_of_groups_that_cannot_complete_are_given_up() -> None:
+    assembler = Assembler(ttl=10, max_groups=2)
+    chunk = '{{"type":"chunk","cid":"{cid}","i":{i},"n":{n},"part":"p"}}'
+    assembler.feed_tracked(chunk.format(cid="old", i=0, n=2), 0.0, token="old-0")
+    assembler.feed_tracked(chunk.format(cid="re", i=0, n=3), 0.0, token="re-0")
+    assembler.feed_tracked(chunk.format(cid="re", i=1, n=4), 0.0, token="re-1")  # n changed
+    assert assembler.take_given_up() == ["re-0"]
+    assembler.feed_tracked(chunk.format(cid="new", i=0, n=2), 1.0, token="new-0")  # evicts "old"
+    assert assembler.take_given_up() == ["old-0"]
+    assert assembler.take_given_up() == []
+    assembler.sweep(20.0)  # both left expire
+    assert sorted(map(str, assembler.take_given_up())) == ["new-0", "re-1"]
+
+
+def test_the_group_sent_first_is_evicted_whatever_the_arrival_order() -> None:
+    assembler = Assembler(max_groups=2)
+    chunk = '{{"type":"chunk","cid":"{cid}","i":0,"n":2,"part":"p"}}'
+    assembler.feed_tracked(chunk.format(cid="new"), 0.0, token="new", sent_at=100)  # live
+    assembler.feed_tracked(chunk.format(cid="old1"), 0.1, token="old1", sent_at=10)  # replayed
+    assembler.feed_tracked(chunk.format(cid="old2"), 0.2, token="old2", sent_at=11)
+    assert assembler.take_given_up() == ["old1"]
+    done = '{"type":"chunk","cid":"new","i":1,"n":2,"part":"q"}'
+    assert assembler.feed_tracked(done, 0.3, token="new-1", sent_at=101) == ("pq", ("new", "new-1"))
+
+
 def test_groups_expire_sixty_seconds_after_their_first_fragment() -> None:
     fragments = make_fragments()
     assembler = Assembler()

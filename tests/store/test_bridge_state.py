@@ -65,8 +65,17 @@ async def test_outbox_rows_expire_and_inbox_states(db: BridgeDatabase) -> None:
     await bs.add_outbox(db, "e1", '{"id":"e1"}', 200, 100)
     await bs.add_outbox(db, "e2", '{"id":"e2"}', 150, 101)
     assert [r.event_id for r in await bs.outbox_rows(db, 120)] == ["e1", "e2"]
+    assert [r.event_id for r in await bs.outbox_rows(db, 120, queued_before=101)] == ["e1"]
     assert await bs.prune_outbox(db, 160) == 1
     assert [r.event_id for r in await bs.outbox_rows(db, 160)] == ["e1"]
+    assert (await bs.outbox_rows(db, 160))[0].accepted_by == frozenset()
+    every = ["wss://a", "wss://b", "wss://c"]
+    assert not await bs.record_outbox_acceptance(db, "e1", ["wss://b"], every)
+    assert not await bs.record_outbox_acceptance(db, "e1", ["wss://a", "wss://a"], every)
+    assert (await bs.outbox_rows(db, 160))[0].accepted_by == {"wss://a", "wss://b"}
+    assert await bs.record_outbox_acceptance(db, "e1", ["wss://c"], every)  # all: row gone
+    assert await bs.outbox_rows(db, 160) == []
+    assert await bs.record_outbox_acceptance(db, "e1", ["wss://c"], every)  # already gone
     await bs.add_inbox(db, "u1", "s1", "hi", "in-1", 100)
     await bs.add_inbox(db, "u2", "s1", "there", None, 101)
     await bs.mark_inbox_sent(db, "u1")

@@ -136,6 +136,10 @@ async def test_execute_fetch_and_rowcounts(db: BridgeDatabase) -> None:
         ("c", "3"),
     ]
     assert await db.execute("UPDATE kv SET value = 'x'") == 3
+    assert await db.execute("DELETE FROM kv WHERE key = 'nope'") == 0
+    assert await db.execute("CREATE TABLE scratch (x)") == 0  # not DML: nothing changed
+    async with db.transaction():
+        assert await db.execute("DELETE FROM kv WHERE key IN ('a', 'b')") == 2
 
 
 async def test_sqlite_errors_become_store_errors(db: BridgeDatabase) -> None:

@@ -220,6 +220,11 @@ class TcpProxy:
             await asyncio.gather(pump(reader, upstream_writer), pump(upstream_reader, writer))
         except (OSError, asyncio.IncompleteReadError):
             pass
+        except asyncio.CancelledError:
+            # Only cut() cancels a link. asyncio's stream server asks a finished handler task
+            # for its exception, which raises (and is logged at ERROR) for a cancelled one; so
+            # a cut link ends normally.
+            pass
         finally:
             for w in (writer, upstream_writer):
                 if w is not None:
