@@ -1,6 +1,7 @@
 """A subscription's stored backlog: fetched whole despite relay caps, released oldest first.
 
-Pure: no I/O, no clock of its own; :class:`~bridge.nostr.relay.RelayConnection` drives it.
+Pure: no I/O, no clock, no logging of its own; :class:`~bridge.nostr.relay.RelayConnection`
+drives it and logs what :meth:`Backlog.take_warnings` reports.
 
 Why it exists. Relays answer a REQ with at most a few hundred stored events (strfry and
 rust-nostr's relay: 500), so a daemon back from a long outage, or a phone back from a long
@@ -21,7 +22,6 @@ the end, sorted by ``created_at`` (ties keep their arrival order), without dupli
 
 from __future__ import annotations
 
-import logging
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, replace
@@ -30,8 +30,6 @@ from bridge.nostr.event import VerifiedEvent
 from bridge.nostr.filters import Filter
 
 __all__ = ["PAGE_THRESHOLD", "Backlog", "Window"]
-
-logger = logging.getLogger(__name__)
 
 PAGE_THRESHOLD = 100
 """An answer this large may have been capped by the relay (smaller caps are not handled)."""
@@ -70,8 +68,14 @@ class Backlog:
         self._oldest: int | None = None
         self._newest: int | None = None
         self.complete = False
+        self._warnings: list[str] = []
         # A filter with a `limit` asked for that many events only: never page past it.
         self._pageable = all(f.limit is None for f in filters)
+
+    def take_warnings(self) -> list[str]:
+        """What went wrong since the last call (for the caller's log); then forgotten."""
+        warnings, self._warnings = self._warnings, []
+        return warnings
 
     @property
     def answer_size(self) -> int:
@@ -105,10 +109,8 @@ class Backlog:
         self._stored, self._oldest, self._newest = 0, None, None
         while self._todo:
             if self.pages >= self._max_pages:
-                logger.warning(
-                    "! %s: backlog still incomplete after %d pages; releasing what arrived",
-                    self.name,
-                    self.pages,
+                self._warnings.append(
+                    f"backlog still incomplete after {self.pages} pages; releasing what arrived"
                 )
                 break
             window = self._todo.popleft()
@@ -139,8 +141,9 @@ class Backlog:
         if high is None:
             high = max(now, self._newest if self._newest is not None else now)
         if low >= high:
-            logger.warning(
-                "! %s: more stored events in one second than the relay returns at once", self.name
+            self._warnings.append(
+                "more stored events in one second than the relay returns at once; "
+                "the rest of that second is skipped"
             )
             return []
         middle = (low + high) // 2

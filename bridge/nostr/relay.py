@@ -615,6 +615,8 @@ class RelayConnection:
             return
         self._largest_answer = max(self._largest_answer, backlog.answer_size)
         filters = backlog.answer_ended(0 if refused else self._largest_answer, int(self._clock()))
+        for warning in backlog.take_warnings():
+            logger.warning("! %s %s: %s", self.url, parent_id, warning)
         if filters is not None:
             page_id = f"{parent_id[: MAX_SUBSCRIPTION_ID_LENGTH - 8]}~p{backlog.pages}"
             logger.info(
