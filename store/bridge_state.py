@@ -309,11 +309,16 @@ async def record_outbox_acceptance(
     reconnect retry) settle in any order, and neither may erase what the other learnt.
     Returns True when the row is gone (or was already).
     """
+    holders = set(relays)
+    if holders >= set(every_relay):
+        # The usual case, every relay took it at once: final whatever else is in flight.
+        await db.execute("DELETE FROM outbox WHERE event_id = ?", (event_id,))
+        return True
     async with db.transaction():
         row = await db.fetchone("SELECT accepted_by FROM outbox WHERE event_id = ?", (event_id,))
         if row is None:
             return True
-        holders = set(str(row[0]).split()) | set(relays)
+        holders |= set(str(row[0]).split())
         if holders >= set(every_relay):
             await db.execute("DELETE FROM outbox WHERE event_id = ?", (event_id,))
             return True
