@@ -56,8 +56,6 @@ class SealedEvent:
     message_type: str
     relays: tuple[str, ...] | None = None
     """Send only to these relays (a retry); None: to every relay."""
-    accepted_by: frozenset[str] = frozenset()
-    """Relays known to hold the event already (from its outbox row)."""
 
 
 class Outbound:
@@ -194,10 +192,9 @@ class Outbound:
                     logger.error("! outbox row %s is not a valid event; dropped", row.event_id[:8])
                     await bridge_state.delete_outbox(self._db, row.event_id)
                     continue
-                retry = SealedEvent(
-                    event, True, row.expires_at, "retry", tuple(sorted(missing)), row.accepted_by
+                self.send(
+                    [SealedEvent(event, True, row.expires_at, "retry", tuple(sorted(missing)))]
                 )
-                self.send([retry])
                 sent += 1
             if sent:
                 logger.info(
