@@ -158,11 +158,16 @@ class FaultInjector:
         events = command_events(
             phone.keypair, phone.require_bridge(), encode(command), created_at=int(time.time())
         )
+        offset = self.world.daemon.log_size()
         await phone.publish_event(events[0], timeout=15)
+        # A fragment is not recorded as processed until its group completes (it would be lost
+        # with the kill otherwise); the daemon's log says when it holds one.
+        held = f"x dropped {events[0].id[:8]} "
         deadline = time.monotonic() + 15
-        while not self.world.processed(events[0].id) and time.monotonic() < deadline:
+        taken = False
+        while not taken and time.monotonic() < deadline:
             await asyncio.sleep(0.05)
-        taken = self.world.processed(events[0].id)
+            taken = held in self.world.daemon.log_since(offset)
         self._sample_cpu()
         self.world.daemon.kill()
         self.ledger.kills += 1
@@ -171,9 +176,9 @@ class FaultInjector:
         for event in events:
             self.ledger.events.append(SentEvent(event, name, "input fragment"))
         self.ledger.count("input")
-        note = f"{len(events)} fragments, kill -9 after the first was processed"
+        note = f"{len(events)} fragments, kill -9 after the first was held"
         if not taken:
-            note = f"{len(events)} fragments, kill -9 (first fragment not yet processed)"
+            note = f"{len(events)} fragments, kill -9 (first fragment not yet held)"
         self.workload.register(
             InputRecord(
                 input_id,

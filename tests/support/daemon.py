@@ -57,6 +57,18 @@ class DaemonProcess:
     def log_text(self) -> str:
         return self._log_path.read_text() if self._log_path.exists() else ""
 
+    def log_size(self) -> int:
+        """Bytes in the daemon's log so far (an offset for :meth:`log_since`)."""
+        return self._log_path.stat().st_size if self._log_path.exists() else 0
+
+    def log_since(self, offset: int) -> str:
+        """The daemon's log from byte `offset` on."""
+        if not self._log_path.exists():
+            return ""
+        with self._log_path.open("rb") as log:
+            log.seek(offset)
+            return log.read().decode("utf-8", errors="replace")
+
     def command(self) -> list[str]:
         args = [sys.executable, "-m", "bridge", "run", "--home", str(self.home)]
         for url in self.relays:
