@@ -26,6 +26,16 @@ def child_env() -> dict[str, str]:
     return env
 
 
+def default_sigint() -> None:
+    """In the child, before exec: SIGINT back to its default disposition.
+
+    A test runner started in the background by a non-interactive shell (``make test &``, some
+    CI runners) ignores SIGINT, and an ignored signal stays ignored across exec: the child's
+    Python would then never see Ctrl-C. A user's terminal never starts it that way.
+    """
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def pair_argv(home: Path) -> list[str]:
     return [sys.executable, "-m", "bridge", "pair", "--home", str(home)]
 
@@ -103,6 +113,7 @@ async def test_ctrl_c_stops_waiting_and_says_the_window_stays_open(
         stderr=asyncio.subprocess.PIPE,
         env=child_env(),
         cwd=REPO,
+        preexec_fn=default_sigint,
     )
     try:
         await asyncio.wait_for(handler.waiting.wait(), 60)
