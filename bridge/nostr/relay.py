@@ -7,9 +7,13 @@ reconnect. Everything the reader learns is handed on synchronously:
 
 * ``EVENT`` → dropped unless it belongs to a subscription we opened, matches the filters that
   subscription was sent with, and passes :func:`~bridge.nostr.event.check_event` (id recomputed,
-  BIP-340 signature checked); then ``on_event(RelayEventReceived)``.
+  BIP-340 signature checked); then ``on_event(RelayEventReceived)`` — at once for live events,
+  and for a subscription's stored backlog only when all of it is in: relays cap one answer, so
+  a large backlog is fetched over page REQs and handed on oldest first
+  (:mod:`bridge.nostr.backlog`).
 * ``OK`` → resolves the future of the :meth:`~RelayConnection.publish` waiting for that id.
-* ``EOSE`` / ``CLOSED`` → ``on_eose`` / ``on_closed``; ``NOTICE`` and ``COUNT`` → logged.
+* ``EOSE`` → ``on_eose`` once the subscription's whole backlog was handed on; ``CLOSED`` →
+  ``on_closed``; ``NOTICE`` and ``COUNT`` → logged.
 * ``AUTH`` → the challenge is remembered. NIP-42 authentication is lazy: when a publish gets
   ``OK false "auth-required: …"`` or a REQ gets ``CLOSED "auth-required: …"``, the connection
   signs a kind-22242 event, sends ``AUTH``, waits for its ``OK`` and retries the request once.
