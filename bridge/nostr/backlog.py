@@ -50,15 +50,11 @@ class Backlog:
 
     Args:
         filters: the subscription's filters (each page asks for them within a :class:`Window`).
-        name: for log lines.
         max_pages: see :data:`MAX_PAGES`.
     """
 
-    def __init__(
-        self, filters: tuple[Filter, ...], name: str = "", *, max_pages: int = MAX_PAGES
-    ) -> None:
+    def __init__(self, filters: tuple[Filter, ...], *, max_pages: int = MAX_PAGES) -> None:
         self.filters = filters
-        self.name = name
         self.pages = 0
         self._max_pages = max_pages
         self._todo: deque[Window] = deque()

@@ -379,7 +379,7 @@ class RelayConnection:
             ClientMessageError: a bad subscription id or no filter.
         """
         message = ReqMessage(subscription_id, tuple(filters))
-        backlog = Backlog(message.filters, f"{self.url} {subscription_id}")
+        backlog = Backlog(message.filters)
         subscription = _Subscription(message.filters, backlog)
         self._subscriptions[subscription_id] = subscription
         await self._send(message)

@@ -634,8 +634,10 @@ class Daemon:
     # --- timers -----------------------------------------------------------------------------------
 
     async def _periodic(self) -> None:
+        """Every 30 s, starting 30 s after boot (boot itself scanned the folders)."""
         next_retention = self._clock()
         while True:
+            await asyncio.sleep(FOLDER_SCAN_INTERVAL)
             await self._scan_folders()
             try:
                 # A relay that refused or never answered a reply while staying connected gets
@@ -647,7 +649,6 @@ class Daemon:
                 next_retention = self._clock() + RETENTION_INTERVAL
                 await self._sweep_transcripts()
             self._update_status()
-            await asyncio.sleep(FOLDER_SCAN_INTERVAL)
 
     async def _sweep_transcripts(self) -> None:
         if self.engine is None:
@@ -736,7 +737,7 @@ class Daemon:
             await self.pool.start()
             self.outbound.start(self.pool)
             await self._resubscribe()
-            await self.outbound.retry_outbox()
+            # No outbox retry here: each relay's first open re-sends what it is missing.
             await self._scan_folders()
             await self._perform(self.engine.boot(self._clock()))
             loop_task = asyncio.create_task(self._engine_loop(), name="engine-loop")

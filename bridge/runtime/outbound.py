@@ -11,7 +11,8 @@
   a reply that went out while that relay was down would otherwise never reach it. Which relays
   hold it is recorded (``outbox.accepted_by``) when some did not;
   :meth:`Outbound.retry_outbox` re-sends the identical signed events to the relays still
-  missing them: to all at boot, to one relay when it reconnects, until their NIP-40 expiry.
+  missing them: to a relay when it opens (at boot too) or reconnects, and periodically to every
+  relay still missing one, until their NIP-40 expiry.
 """
 
 from __future__ import annotations
@@ -166,8 +167,8 @@ class Outbound:
         """Re-send queued durable events that have not expired; returns how many.
 
         Args:
-            relay: only to this relay (it just reconnected), the events it does not hold;
-                None (boot, periodic): each event to every relay that has not accepted it.
+            relay: only to this relay (it just opened), the events it does not hold;
+                None (periodic): each event to every relay that has not accepted it.
             older_than: only events queued at least this many seconds ago (the periodic
                 retry leaves sends still under way alone).
         """

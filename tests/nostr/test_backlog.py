@@ -6,7 +6,7 @@ import random
 
 import pytest
 
-from bridge.nostr.backlog import PAGE_THRESHOLD, Backlog, Window
+from bridge.nostr.backlog import PAGE_THRESHOLD, Backlog
 from bridge.nostr.event import VerifiedEvent, sign_event
 from bridge.nostr.filters import Filter, matches_any
 from bridge.nostr.keys import Keypair
@@ -42,7 +42,7 @@ def gather(
     warnings: list[str] | None = None,
 ) -> tuple[list[VerifiedEvent], int]:
     """Drive a backlog to completion against the model relay; (released events, pages)."""
-    backlog = Backlog(filters, "test")
+    backlog = Backlog(filters)
     largest = 0
     current: tuple[Filter, ...] | None = filters
     while current is not None:
@@ -107,7 +107,3 @@ def test_pages_are_narrowed_filters_and_a_refused_page_is_skipped() -> None:
     newer = backlog.answer_ended(0, NOW)  # the relay refused the older page
     assert newer == (Filter(kinds=(1,), since=NOW - 504, until=NOW - 10),)
     assert backlog.answer_ended(150, NOW) is None and backlog.complete
-
-
-def test_window_defaults() -> None:
-    assert Window() == Window(None, None)
