@@ -35,8 +35,8 @@ from typing import Any, TextIO
 
 from bridge import __version__
 from bridge.config import ConfigError, Settings, default_home, describe, load_settings
+from bridge.control.cli_commands import CONTROL_COMMANDS, add_control_commands, run_control_command
 from bridge.control.client import ControlClient, ControlError, DaemonNotRunning, not_running_message
-from bridge.control.commands import CONTROL_COMMANDS, add_control_commands, run_control_command
 from bridge.control.render import safe_text
 from bridge.doctor.command import add_doctor_command, run_doctor_command
 from bridge.logs import LOG_FORMATS, configure_logging

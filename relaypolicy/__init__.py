@@ -29,7 +29,7 @@ from relaypolicy.message import (
 )
 from relaypolicy.pipeline import DEFAULT_POLICIES, INTERNAL_ERROR, Answer, RelayPolicy, run_pipeline
 from relaypolicy.ratelimit import TokenBuckets, source_key
-from relaypolicy.registry import MemoryRegistry, NotRegisteredError, Registry
+from relaypolicy.registry import MemoryRegistry, NotRegisteredError, PubkeyRegistry
 
 __all__ = [
     "ACCEPT",
@@ -44,8 +44,8 @@ __all__ = [
     "NotRegisteredError",
     "PolicyConfig",
     "PolicyInput",
+    "PubkeyRegistry",
     "RateLimit",
-    "Registry",
     "RelayPolicy",
     "RequestError",
     "SourceType",

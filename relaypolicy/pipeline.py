@@ -49,7 +49,7 @@ from relaypolicy.policies import (
     writer_rate,
 )
 from relaypolicy.ratelimit import TokenBuckets
-from relaypolicy.registry import Registry
+from relaypolicy.registry import PubkeyRegistry
 
 __all__ = [
     "DEFAULT_POLICIES",
@@ -90,7 +90,7 @@ class RelayPolicy:
     """The relay's write policy: a registry, a configuration, and the rate-limit state.
 
     Args:
-        registry: who is registered (see :class:`relaypolicy.registry.Registry`).
+        registry: who is registered (see :class:`relaypolicy.registry.PubkeyRegistry`).
         config: the tunables.
         limits: rate-limit state to use; a fresh one sized by ``config`` when omitted.
         policies: the rules, in order.
@@ -102,7 +102,7 @@ class RelayPolicy:
 
     def __init__(
         self,
-        registry: Registry,
+        registry: PubkeyRegistry,
         config: PolicyConfig = DEFAULT_CONFIG,
         *,
         limits: TokenBuckets | None = None,

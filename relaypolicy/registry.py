@@ -17,11 +17,11 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Protocol, runtime_checkable
 
-__all__ = ["MemoryRegistry", "NotRegisteredError", "Registry"]
+__all__ = ["MemoryRegistry", "NotRegisteredError", "PubkeyRegistry"]
 
 
 @runtime_checkable
-class Registry(Protocol):
+class PubkeyRegistry(Protocol):
     """What the rules read. Pubkeys are 64 lowercase hex characters."""
 
     def is_registered(self, pubkey: str) -> bool:
@@ -72,11 +72,11 @@ class MemoryRegistry:
         return f"MemoryRegistry({len(self._pubkeys)} pubkeys, {len(self._windows)} windows)"
 
     def is_registered(self, pubkey: str) -> bool:
-        """See :meth:`Registry.is_registered`."""
+        """See :meth:`PubkeyRegistry.is_registered`."""
         return pubkey in self._pubkeys
 
     def pairing_window_until(self, pubkey: str) -> int | None:
-        """See :meth:`Registry.pairing_window_until`."""
+        """See :meth:`PubkeyRegistry.pairing_window_until`."""
         return self._windows.get(pubkey)
 
     def register(self, pubkey: str) -> bool:

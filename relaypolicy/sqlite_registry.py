@@ -10,7 +10,7 @@ next event, without restarting the plugin.
 The version is read *before* the snapshot: a write that lands in between makes the next refresh
 reload again, never the other way round (a stale snapshot mistaken for a fresh one).
 
-This is the I/O side; the rules see only the :class:`~relaypolicy.registry.Registry` interface.
+This is the I/O side; the rules see only the :class:`~relaypolicy.registry.PubkeyRegistry` interface.
 """
 
 from __future__ import annotations
@@ -31,7 +31,7 @@ _REOPEN_INTERVAL: Final = 1.0
 
 
 class SqliteRegistry:
-    """A :class:`~relaypolicy.registry.Registry` backed by the registry database.
+    """A :class:`~relaypolicy.registry.PubkeyRegistry` backed by the registry database.
 
     The database is opened lazily by the first :meth:`refresh`, and re-opened after an error, at
     most once per second; in between, :meth:`refresh` raises the last error again so the caller
@@ -60,11 +60,11 @@ class SqliteRegistry:
         return len(self._memory)
 
     def is_registered(self, pubkey: str) -> bool:
-        """See :meth:`relaypolicy.registry.Registry.is_registered`."""
+        """See :meth:`relaypolicy.registry.PubkeyRegistry.is_registered`."""
         return self._memory.is_registered(pubkey)
 
     def pairing_window_until(self, pubkey: str) -> int | None:
-        """See :meth:`relaypolicy.registry.Registry.pairing_window_until`."""
+        """See :meth:`relaypolicy.registry.PubkeyRegistry.pairing_window_until`."""
         return self._memory.pairing_window_until(pubkey)
 
     def refresh(self) -> bool:

@@ -15,7 +15,7 @@ Version 2 holds the daemon's state (see `store.bridge_state`): phones, processed
 sessions and tombstones, transcripts `(session_id, seq)`, the inbox of accepted inputs and the
 outbox of durable replies. Version 3 adds `decisions`, the permission gate's audit log
 (`store.decisions`). Version 4 adds the secrets set from phones, `provider_profiles` and
-`credentials` (`store.secrets`), and `device_config` per phone (`store.device_config`).
+`credentials` (`store.accounts`), and `device_config` per phone (`store.device_config`).
 Version 5 records which relays accepted each outbox event (`outbox.accepted_by`).
 """
 
@@ -133,7 +133,7 @@ BRIDGE_MIGRATIONS: Final[tuple[Migration, ...]] = (
         "provider profiles, credentials, device config",
         """
         -- Custom provider profiles (CDX-062), one JSON record per profile id, auth token
-        -- included (secret: it never leaves the bridge). See store.secrets.
+        -- included (secret: it never leaves the bridge). See store.accounts.
         CREATE TABLE provider_profiles (
             id TEXT PRIMARY KEY NOT NULL CHECK (typeof(id) = 'text' AND id <> ''),
             record TEXT NOT NULL CHECK (typeof(record) = 'text'),
@@ -141,7 +141,7 @@ BRIDGE_MIGRATIONS: Final[tuple[Migration, ...]] = (
         ) WITHOUT ROWID;
 
         -- Credentials set from a phone (anthropicApiKey, githubPat); secret. A cleared value
-        -- is a deleted row. See store.secrets.
+        -- is a deleted row. See store.accounts.
         CREATE TABLE credentials (
             name TEXT PRIMARY KEY NOT NULL CHECK (typeof(name) = 'text' AND name <> ''),
             value TEXT NOT NULL CHECK (typeof(value) = 'text'),

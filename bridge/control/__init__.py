@@ -12,6 +12,7 @@ the first request is ``initialize`` with the control protocol version. The layer
 - `render` / `commands` — the CLI commands ``status``, ``pair``, ``phones``, ``unpair``.
 """
 
+from bridge.control.cli_commands import CONTROL_COMMANDS, add_control_commands, run_control_command
 from bridge.control.client import (
     CONNECT_TIMEOUT,
     DEFAULT_CALL_TIMEOUT,
@@ -22,7 +23,6 @@ from bridge.control.client import (
     RemoteError,
     not_running_message,
 )
-from bridge.control.commands import CONTROL_COMMANDS, add_control_commands, run_control_command
 from bridge.control.connection import (
     Call,
     ClientConnection,
@@ -42,11 +42,11 @@ from bridge.control.framing import (
     encode_frame,
 )
 from bridge.control.methods import (
+    CONTROL_PROTOCOL_VERSION,
     DEFAULT_PAIR_WINDOW,
     MAX_LABEL_LENGTH,
     MAX_WAIT,
     METHODS,
-    PROTOCOL_VERSION,
     ControlHandler,
     HandlerError,
     MethodSpec,
@@ -54,7 +54,7 @@ from bridge.control.methods import (
     PairOpenResult,
     PairWaitResult,
     PhoneInfo,
-    RelayStatus,
+    RelayInfo,
     SessionInfo,
     StatusResult,
     UnpairResult,
@@ -102,6 +102,7 @@ from bridge.control.server import (
 __all__ = [
     "CONNECT_TIMEOUT",
     "CONTROL_COMMANDS",
+    "CONTROL_PROTOCOL_VERSION",
     "CONTROL_SOCKET_NAME",
     "DEFAULT_CALL_TIMEOUT",
     "DEFAULT_PAIR_WINDOW",
@@ -117,7 +118,6 @@ __all__ = [
     "NOT_INITIALIZED",
     "PARSE_ERROR",
     "PROTOCOL_MISMATCH",
-    "PROTOCOL_VERSION",
     "REQUEST_FAILED",
     "SOCKET_MODE",
     "Call",
@@ -141,7 +141,7 @@ __all__ = [
     "PairWaitResult",
     "PhoneInfo",
     "ProtocolMismatchError",
-    "RelayStatus",
+    "RelayInfo",
     "RemoteError",
     "Reply",
     "Request",

@@ -25,7 +25,7 @@ from bridge import __version__
 from bridge.control.connection import ClientConnection, mismatch_message, version_major
 from bridge.control.framing import FramingError
 from bridge.control.methods import (
-    PROTOCOL_VERSION,
+    CONTROL_PROTOCOL_VERSION,
     PairNpubResult,
     PairOpenResult,
     PairWaitResult,
@@ -194,7 +194,10 @@ class ControlClient:
         return client
 
     async def _initialize(self, name: str, version: str, timeout: float) -> None:
-        params = {"protocolVersion": PROTOCOL_VERSION, "client": {"name": name, "version": version}}
+        params = {
+            "protocolVersion": CONTROL_PROTOCOL_VERSION,
+            "client": {"name": name, "version": version},
+        }
         try:
             result = await self.call("initialize", params, timeout=timeout)
         except RemoteError as exc:
@@ -206,9 +209,9 @@ class ControlClient:
             raise ControlError(
                 "the daemon's initialize answer is malformed; update codedeck-bridge"
             )
-        if version_major(server_version) != version_major(PROTOCOL_VERSION):
+        if version_major(server_version) != version_major(CONTROL_PROTOCOL_VERSION):
             raise ProtocolMismatchError(
-                PROTOCOL_MISMATCH, mismatch_message(server_version, PROTOCOL_VERSION)
+                PROTOCOL_MISMATCH, mismatch_message(server_version, CONTROL_PROTOCOL_VERSION)
             )
         server = result.get("server")
         if isinstance(server, dict):

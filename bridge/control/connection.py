@@ -34,7 +34,7 @@ from dataclasses import dataclass
 from typing import Any, Final
 
 from bridge.control.framing import MAX_BODY_BYTES, FrameDecoder, FramingError, encode_frame
-from bridge.control.methods import METHODS, PROTOCOL_VERSION, MethodSpec
+from bridge.control.methods import CONTROL_PROTOCOL_VERSION, METHODS, MethodSpec
 from bridge.control.rpc import (
     INTERNAL_ERROR,
     INVALID_PARAMS,
@@ -231,11 +231,11 @@ class ServerConnection:
                 "invalid params: client must be {name, version} (non-empty strings, "
                 f"at most {_MAX_INFO_LENGTH} characters)",
             )
-        if major != version_major(PROTOCOL_VERSION):
-            raise RpcError(PROTOCOL_MISMATCH, mismatch_message(PROTOCOL_VERSION, version))
+        if major != version_major(CONTROL_PROTOCOL_VERSION):
+            raise RpcError(PROTOCOL_MISMATCH, mismatch_message(CONTROL_PROTOCOL_VERSION, version))
         self.state = ConnectionState.READY
         self.client = {"name": client["name"], "version": client["version"]}
-        return {"protocolVersion": PROTOCOL_VERSION, "server": dict(self._server)}
+        return {"protocolVersion": CONTROL_PROTOCOL_VERSION, "server": dict(self._server)}
 
 
 class ClientConnection:

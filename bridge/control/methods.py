@@ -34,11 +34,11 @@ from bridge.control.rpc import INVALID_PARAMS, REQUEST_FAILED, RpcError
 from bridge.nostr.keys import NostrKeyError, PubKeyHex, parse_pubkey
 
 __all__ = [
+    "CONTROL_PROTOCOL_VERSION",
     "DEFAULT_PAIR_WINDOW",
     "MAX_LABEL_LENGTH",
     "MAX_WAIT",
     "METHODS",
-    "PROTOCOL_VERSION",
     "ControlHandler",
     "HandlerError",
     "MethodSpec",
@@ -46,7 +46,7 @@ __all__ = [
     "PairOpenResult",
     "PairWaitResult",
     "PhoneInfo",
-    "RelayStatus",
+    "RelayInfo",
     "SessionInfo",
     "StatusResult",
     "UnpairResult",
@@ -54,7 +54,7 @@ __all__ = [
     "parse_timestamp",
 ]
 
-PROTOCOL_VERSION: Final = "1.0.0"
+CONTROL_PROTOCOL_VERSION: Final = "1.0.0"
 """The control protocol's version. A different major on either side is refused (ProtocolMismatch);
 minors only add optional params, result fields and methods."""
 
@@ -87,7 +87,7 @@ class HandlerError(Exception):
 # --- results ------------------------------------------------------------------------------------
 
 
-class RelayStatus(TypedDict):
+class RelayInfo(TypedDict):
     url: str
     state: str
     """E.g. ``connecting``, ``connected``, ``backoff``, ``closed`` (free text, shown as is)."""
@@ -115,7 +115,7 @@ class StatusResult(TypedDict):
     npub: str
     machine: str
     home: str
-    relays: list[RelayStatus]
+    relays: list[RelayInfo]
     embeddedRelay: str | None
     """The embedded relay's URL when the daemon serves one, else None."""
     phones: list[PhoneInfo]

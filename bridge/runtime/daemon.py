@@ -42,7 +42,7 @@ from bridge.control.methods import (
     PairOpenResult,
     PairWaitResult,
     PhoneInfo,
-    RelayStatus,
+    RelayInfo,
     SessionInfo,
     StatusResult,
     UnpairResult,
@@ -131,10 +131,10 @@ from bridge.runtime.sdnotify import Notifier
 from bridge.runtime.workspace import WorkspaceError, create_folder, scan_folders
 from relaypolicy.embedded import EmbeddedPolicy
 from relaypolicy.pipeline import RelayPolicy
+from store import accounts as accounts_store
 from store import bridge_state
 from store import decisions as decisions_store
 from store import device_config as device_config_store
-from store import secrets as secrets_store
 from store.db import BridgeDatabase, open_bridge_db
 from store.lock import acquire_lock
 
@@ -411,13 +411,15 @@ class Daemon:
                     case SaveProviderProfile():
                         if token := op.record.get("authToken"):
                             register_secret(str(token))
-                        await secrets_store.save_provider_profile(self.db, op.profile_id, op.record)
+                        await accounts_store.save_provider_profile(
+                            self.db, op.profile_id, op.record
+                        )
                     case DeleteProviderProfile():
-                        await secrets_store.delete_provider_profile(self.db, op.profile_id)
+                        await accounts_store.delete_provider_profile(self.db, op.profile_id)
                     case SetCredential():
                         if op.value:
                             register_secret(op.value)
-                        await secrets_store.set_credential(self.db, op.name, op.value)
+                        await accounts_store.set_credential(self.db, op.name, op.value)
                     case RecordDecision():
                         await decisions_store.record_decision(
                             self.db,
@@ -668,10 +670,10 @@ class Daemon:
         await self.outbound.load_clock()
         profiles = [
             profile
-            for profile_id, record in await secrets_store.load_provider_profiles(self.db)
+            for profile_id, record in await accounts_store.load_provider_profiles(self.db)
             if (profile := profile_from_record(profile_id, record)) is not None
         ]
-        credentials = Credentials.from_store(await secrets_store.load_credentials(self.db))
+        credentials = Credentials.from_store(await accounts_store.load_credentials(self.db))
         for secret in (credentials.anthropic_api_key, credentials.github_pat):
             if secret:
                 register_secret(secret)
@@ -816,7 +818,7 @@ class Daemon:
 
     async def status(self) -> StatusResult:
         assert self.engine is not None and self.pool is not None
-        relays: list[RelayStatus] = [
+        relays: list[RelayInfo] = [
             {
                 "url": s.url,
                 "state": s.state.value,
@@ -978,7 +980,7 @@ def _read_secret_file(path: Path, setting: str) -> str:
 
 
 class _DaemonRegistry:
-    """relaypolicy's ``Registry`` answered live from the daemon: no copy to keep in sync."""
+    """relaypolicy's ``PubkeyRegistry`` answered live from the daemon: no copy to keep in sync."""
 
     def __init__(self, daemon: Daemon) -> None:
         self._daemon = daemon

@@ -17,7 +17,7 @@ from typing import Final, TypeAlias
 from relaypolicy.config import PolicyConfig
 from relaypolicy.message import Decision, PolicyInput
 from relaypolicy.ratelimit import TokenBuckets
-from relaypolicy.registry import Registry
+from relaypolicy.registry import PubkeyRegistry
 
 __all__ = [
     "BLOCKED",
@@ -49,7 +49,7 @@ class PolicyContext:
         limits: the rate-limit buckets; mutated by the rate-limit policies.
     """
 
-    registry: Registry
+    registry: PubkeyRegistry
     config: PolicyConfig
     limits: TokenBuckets
 

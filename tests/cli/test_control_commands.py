@@ -113,7 +113,7 @@ async def test_status_against_another_major(
     capsys: pytest.CaptureFixture[str],
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    monkeypatch.setattr("bridge.control.client.PROTOCOL_VERSION", "2.0.0")
+    monkeypatch.setattr("bridge.control.client.CONTROL_PROTOCOL_VERSION", "2.0.0")
     assert await cli("status", "--home", str(home)) == 1
     err = capsys.readouterr().err
     assert err.startswith(

@@ -19,7 +19,7 @@ from bridge.control.connection import (
     version_major,
 )
 from bridge.control.framing import FrameDecoder, FramingError, encode_frame
-from bridge.control.methods import METHODS, PROTOCOL_VERSION
+from bridge.control.methods import CONTROL_PROTOCOL_VERSION, METHODS
 from bridge.control.rpc import (
     INTERNAL_ERROR,
     INVALID_PARAMS,
@@ -35,7 +35,7 @@ from bridge.control.rpc import (
 from bridge.nostr.keys import Keypair
 
 PHONE = Keypair.from_secret("02" * 32)
-INIT = {"protocolVersion": PROTOCOL_VERSION, "client": {"name": "test", "version": "1"}}
+INIT = {"protocolVersion": CONTROL_PROTOCOL_VERSION, "client": {"name": "test", "version": "1"}}
 
 
 def frame(message: Any) -> bytes:
@@ -77,7 +77,7 @@ def test_initialize_answers_the_version_and_the_server() -> None:
         "jsonrpc": "2.0",
         "id": "i",
         "result": {
-            "protocolVersion": PROTOCOL_VERSION,
+            "protocolVersion": CONTROL_PROTOCOL_VERSION,
             "server": {"name": "codedeck-bridge", "version": "9.9.9"},
         },
     }
@@ -99,7 +99,7 @@ def test_another_major_is_a_protocol_mismatch_that_says_what_to_do(version: str)
         conn.receive_data(request("initialize", {**INIT, "protocolVersion": version}))
     )
     assert reply["error"]["code"] == PROTOCOL_MISMATCH
-    assert reply["error"]["message"] == mismatch_message(PROTOCOL_VERSION, version)
+    assert reply["error"]["message"] == mismatch_message(CONTROL_PROTOCOL_VERSION, version)
     assert "update codedeck-bridge" in reply["error"]["message"]
     assert conn.state is ConnectionState.AWAITING_INITIALIZE
     # the client may retry with a version the daemon speaks
@@ -114,7 +114,7 @@ BAD_INIT = [
     ({**INIT, "protocolVersion": "1.0"}, "protocolVersion must be MAJOR.MINOR.PATCH"),
     ({**INIT, "protocolVersion": "01.0.0"}, "protocolVersion must be MAJOR.MINOR.PATCH"),
     ({**INIT, "protocolVersion": "1.0.0-beta"}, "protocolVersion must be MAJOR.MINOR.PATCH"),
-    ({"protocolVersion": PROTOCOL_VERSION}, "client must be"),
+    ({"protocolVersion": CONTROL_PROTOCOL_VERSION}, "client must be"),
     ({**INIT, "client": "cli"}, "client must be"),
     ({**INIT, "client": {"name": "cli"}}, "client must be"),
     ({**INIT, "client": {"name": "", "version": "1"}}, "client must be"),

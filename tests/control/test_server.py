@@ -16,12 +16,12 @@ from typing import Any
 import pytest
 
 from bridge.control import (
+    CONTROL_PROTOCOL_VERSION,
     INTERNAL_ERROR,
     INVALID_PARAMS,
     INVALID_REQUEST,
     NOT_INITIALIZED,
     PROTOCOL_MISMATCH,
-    PROTOCOL_VERSION,
     REQUEST_FAILED,
     ControlClient,
     ControlError,
@@ -37,7 +37,7 @@ from bridge.nostr.keys import Keypair
 from tests.control.fake_handler import FakeHandler, RefusingHandler
 
 PHONE = Keypair.from_secret("02" * 32)
-INIT = {"protocolVersion": PROTOCOL_VERSION, "client": {"name": "raw", "version": "1"}}
+INIT = {"protocolVersion": CONTROL_PROTOCOL_VERSION, "client": {"name": "raw", "version": "1"}}
 
 
 class Raw:
@@ -111,7 +111,7 @@ async def test_requests_before_initialize_are_refused(server: ControlServer) -> 
 async def test_version_mismatch_message_over_the_socket(
     server: ControlServer, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr("bridge.control.client.PROTOCOL_VERSION", "2.0.0")
+    monkeypatch.setattr("bridge.control.client.CONTROL_PROTOCOL_VERSION", "2.0.0")
     with pytest.raises(ControlError) as info:
         await ControlClient.connect(server.path.parent)
     assert isinstance(info.value, RemoteError)
@@ -125,7 +125,7 @@ async def test_every_method_reaches_the_handler_with_validated_arguments(
 ) -> None:
     async with await ControlClient.connect(server.path.parent) as client:
         assert client.server == {"name": "codedeck-bridge", "version": "0.1.0"}
-        assert client.protocol_version == PROTOCOL_VERSION
+        assert client.protocol_version == CONTROL_PROTOCOL_VERSION
         assert (await client.status())["npub"]
         opened = await client.pair_open(90)
         assert opened["token"] == "00112233445566778899aabbccddeeff"

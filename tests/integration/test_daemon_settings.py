@@ -42,7 +42,7 @@ from bridge.protocol import (
 )
 from bridge.protocol.primitives import Keep
 from bridge.runtime.probes import KEY_PROBE_MODEL
-from store import secrets as secrets_store
+from store import accounts as accounts_store
 from store.db import open_bridge_db
 from tests.support.daemon import DaemonProcess
 from tests.support.http_servers import LocalHttpServer, Reply, make_tls
@@ -391,7 +391,7 @@ async def test_legacy_insecure_profile_is_listed_deletable_and_never_used(
                 "authToken": token,
                 "models": [{"id": "old-model"}],
             }
-            await secrets_store.save_provider_profile(db, profile_id, record)
+            await accounts_store.save_provider_profile(db, profile_id, record)
     finally:
         await db.close()
     daemon = await start_daemon()

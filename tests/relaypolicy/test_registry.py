@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import pytest
 
-from relaypolicy.registry import MemoryRegistry, NotRegisteredError, Registry
+from relaypolicy.registry import MemoryRegistry, NotRegisteredError, PubkeyRegistry
 from tests.relaypolicy.builders import BRIDGE, PHONE, STRANGER
 
 
 def test_register_unregister() -> None:
     registry = MemoryRegistry([BRIDGE])
-    assert isinstance(registry, Registry)
+    assert isinstance(registry, PubkeyRegistry)
     assert registry.is_registered(BRIDGE) and BRIDGE in registry
     assert not registry.is_registered(PHONE)
     assert registry.register(PHONE) is True

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from typing import Literal
 
-from .commands import check_argv
+from .command_rules import check_argv
 from .context import BACKGROUND, INLINE, UNPARSABLE, Facts, Scope, read_label, write_label
 from .hooks import check_assignment
 from .labels import deny_label

@@ -10,7 +10,7 @@ import pytest
 from bridge.engine.providers import ProviderProfile, profile_from_record, profile_to_record
 from bridge.protocol import ModelEntry
 from store import BRIDGE_MIGRATIONS, BridgeDatabase
-from store.secrets import (
+from store.accounts import (
     delete_provider_profile,
     load_credentials,
     load_provider_profiles,
