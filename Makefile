@@ -4,7 +4,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: run test lint typecheck pytest bench clean
+.PHONY: run test unit lint typecheck pytest bench clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -20,6 +20,10 @@ run: $(STAMP)
 
 ## The whole test suite: lint, type check, then every test tier.
 test: lint typecheck pytest
+
+## The pure and in-process tiers only (no relay, no daemon process, no CLI): under a minute.
+unit: $(STAMP)
+	$(BIN)/pytest -q -m "not integration and not e2e" $(PYTEST_ARGS)
 
 lint: $(STAMP)
 	$(BIN)/ruff check bridge relaypolicy store tests

@@ -13,6 +13,7 @@ change commits together with the command's "processed" mark.
 from __future__ import annotations
 
 import json
+import logging
 import time
 from collections.abc import Mapping
 from typing import Any, Final
@@ -29,6 +30,8 @@ __all__ = [
     "set_credential",
 ]
 
+logger = logging.getLogger(__name__)
+
 PROVIDER_PROFILES_TABLE: Final = "provider_profiles"
 CREDENTIALS_TABLE: Final = "credentials"
 
@@ -38,7 +41,7 @@ def _now(now: int | None) -> int:
 
 
 async def load_provider_profiles(db: BridgeDatabase) -> list[tuple[str, dict[str, Any]]]:
-    """Every stored profile as ``(id, record)``, by id. Unreadable records are skipped."""
+    """Every stored profile as ``(id, record)``, by id. Unreadable records are skipped, logged."""
     profiles: list[tuple[str, dict[str, Any]]] = []
     for profile_id, text in await db.fetchall(
         "SELECT id, record FROM provider_profiles ORDER BY id"
@@ -46,9 +49,14 @@ async def load_provider_profiles(db: BridgeDatabase) -> list[tuple[str, dict[str
         try:
             record = json.loads(text)
         except ValueError:
-            continue
+            record = None
         if isinstance(record, dict):
             profiles.append((str(profile_id), record))
+        else:
+            logger.warning(
+                "! provider profile %r skipped at load: its stored record is not a JSON object",
+                str(profile_id)[:40],
+            )
     return profiles
 
 

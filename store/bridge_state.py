@@ -9,6 +9,7 @@ effects atomic.
 from __future__ import annotations
 
 import json
+import logging
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -31,6 +32,7 @@ __all__ = [
     "delete_transcript",
     "inbox_rows",
     "load_state",
+    "mark_inbox_pending",
     "mark_inbox_sent",
     "mark_processed",
     "outbox_rows",
@@ -44,6 +46,8 @@ __all__ = [
     "set_cursor",
     "sweep_transcripts",
 ]
+
+logger = logging.getLogger(__name__)
 
 CURSOR_KEY = "ingest.lastSeen"
 MAX_TOMBSTONES = 100
@@ -79,7 +83,11 @@ class OutboxRow:
 
 
 async def load_state(db: BridgeDatabase) -> LoadedState:
-    """Everything the engine is built from. Unreadable session records are skipped one by one."""
+    """Everything the engine is built from.
+
+    An unreadable session record is skipped, with a warning naming it: one bad row must not keep
+    the bridge from starting, and it must not vanish unnoticed either.
+    """
     phones = [
         (str(r[0]), str(r[1]), str(r[2]), str(r[3]))
         for r in await db.fetchall("SELECT pubkey, npub, label, paired_at FROM phones")
@@ -100,11 +108,29 @@ async def load_state(db: BridgeDatabase) -> LoadedState:
         try:
             record = json.loads(text)
         except ValueError:
-            continue
+            record = None
         if not isinstance(record, dict):
+            # Kept in the table (a later version may read it); the session is not resumed.
+            logger.warning(
+                "! session %s skipped at load: its stored record is not a JSON object "
+                "(it stays in the database, but is not resumed or listed)",
+                str(session_id)[:8],
+            )
             continue
         record["session_id"] = session_id
-        record["seq_high"] = max(int(record.get("seq_high") or 0), highs.get(session_id, 0))
+        stored_high = record.get("seq_high") or 0
+        if isinstance(stored_high, str) and stored_high.isdigit():
+            stored_high = int(stored_high)
+        if not isinstance(stored_high, int) or isinstance(stored_high, bool):
+            # The transcript's own highest seq is the truth; a damaged field never renumbers.
+            logger.warning(
+                "! session %s: its stored seq_high %r is not an integer; using the "
+                "transcript's highest seq instead",
+                str(session_id)[:8],
+                stored_high,
+            )
+            stored_high = 0
+        record["seq_high"] = max(stored_high, highs.get(session_id, 0))
         sessions.append(record)
     tombstones = [
         str(r[0]) for r in await db.fetchall("SELECT session_id FROM tombstones ORDER BY position")
@@ -266,6 +292,12 @@ async def inbox_rows(
 
 async def mark_inbox_sent(db: BridgeDatabase, uid: str) -> None:
     await db.execute("UPDATE inbox SET state = 'sent' WHERE uid = ?", (uid,))
+
+
+async def mark_inbox_pending(db: BridgeDatabase, uids: Iterable[str]) -> None:
+    """Rows marked sent that the agent never received go back to pending (crash recovery)."""
+    for uid in uids:
+        await db.execute("UPDATE inbox SET state = 'pending' WHERE uid = ?", (uid,))
 
 
 async def remove_inbox(db: BridgeDatabase, uids: Iterable[str]) -> None:

@@ -1,11 +1,18 @@
-"""Shared fixtures: real relays on 127.0.0.1, started per test and always stopped.
+"""Shared fixtures (real relays on 127.0.0.1, started per test and always stopped) and the tiers.
 
 Resources only (style guide: builders over fixtures); event builders live with the tests.
+
+A test's tier is its directory: everything under ``tests/integration/`` is marked
+``integration`` (real relays, real daemon processes, external tools), everything under
+``tests/e2e/`` is marked ``e2e`` (the real Claude Code CLI against a local mock API). ``make unit``
+deselects both. A test elsewhere that asks for a real relay, or carries one of those marks by
+hand, stops the collection: the fast tier stays fast only if nobody can slip a slow test into it.
 """
 
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Awaitable, Callable
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -13,6 +20,32 @@ import pytest
 from tests.support.relay import LoopbackRelay
 
 RelayFactory = Callable[..., Awaitable[LoopbackRelay]]
+
+TESTS = Path(__file__).resolve().parent
+TIERS = {"integration": pytest.mark.integration, "e2e": pytest.mark.e2e}
+REAL_RELAY_FIXTURES = frozenset({"relay", "relay_factory"})
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Mark each test with the tier of its directory; refuse slow tests outside those."""
+    misplaced: list[str] = []
+    for item in items:
+        parts = item.path.resolve().relative_to(TESTS).parts
+        tier = parts[0] if len(parts) > 1 else ""
+        mark = TIERS.get(tier)
+        if mark is not None:
+            item.add_marker(mark)
+            continue
+        hand_marked = [name for name in TIERS if item.get_closest_marker(name) is not None]
+        relays = sorted(REAL_RELAY_FIXTURES & set(getattr(item, "fixturenames", ())))
+        if hand_marked or relays:
+            why = f"marked {', '.join(hand_marked)}" if hand_marked else f"uses {relays[0]}"
+            misplaced.append(f"{item.nodeid} ({why})")
+    if misplaced:
+        raise pytest.UsageError(
+            "tests outside tests/integration/ and tests/e2e/ that need a real relay or carry "
+            "a tier mark; move them into the tier's directory:\n  " + "\n  ".join(misplaced)
+        )
 
 
 @pytest.fixture

@@ -51,7 +51,7 @@ LAYER_RULES = {
 }
 ALLOWED_EXCEPTIONS = {
     "bridge/protocol": {"bridge.protocol"},
-    "bridge/nostr": {"bridge.protocol.kinds"},
+    "bridge/nostr": {"bridge.protocol.kinds", "bridge.tasks"},
 }
 
 

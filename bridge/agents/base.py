@@ -11,10 +11,17 @@ checked with :meth:`Runner.received`, which must answer from the agent's own dur
 (the Claude Code session transcript, the scripted agent's log) whether that uid reached the
 agent. Rows it has not received are sent again; rows it has are not. That is how an accepted
 input runs exactly once across ``kill -9``.
+
+Phases. Every runner is in one :class:`Phase` at a time: ``NEW`` until ``start``, then live
+(``STARTING`` / ``READY`` / ``RESTARTING``) until it ``FAILED`` to start, ``ENDED`` or is
+``CLOSED`` (final). The two checks every runner makes against its phase live here, so that both
+runners refuse in the same words: :func:`check_start` (``start`` runs once, and only for its own
+session) and :func:`check_live` (the methods that need a running agent).
 """
 
 from __future__ import annotations
 
+import enum
 from collections.abc import Callable, Collection
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -30,7 +37,18 @@ from bridge.engine.inputs import (
     PermissionRequested,
 )
 
-__all__ = ["AgentEvent", "Emit", "Runner", "RunnerError", "RunnerFactory", "SessionSpec"]
+__all__ = [
+    "LIVE_PHASES",
+    "AgentEvent",
+    "Emit",
+    "Phase",
+    "Runner",
+    "RunnerError",
+    "RunnerFactory",
+    "SessionSpec",
+    "check_live",
+    "check_start",
+]
 
 AgentEvent = (
     AgentReady
@@ -46,6 +64,29 @@ Emit = Callable[[AgentEvent], None]
 
 class RunnerError(Exception):
     """The runner cannot do what was asked (dead, not started); the message is user-readable."""
+
+
+class Phase(enum.Enum):
+    """Where a runner is in its life (see the module docstring)."""
+
+    NEW = "new"
+    STARTING = "starting"
+    READY = "ready"
+    RESTARTING = "restarting"
+    FAILED = "failed"
+    ENDED = "ended"
+    CLOSED = "closed"
+
+
+LIVE_PHASES: frozenset[Phase] = frozenset({Phase.STARTING, Phase.READY, Phase.RESTARTING})
+"""The phases in which a runner takes inputs and option changes."""
+
+_NOT_LIVE = {
+    Phase.NEW: "has not been started",
+    Phase.FAILED: "failed to start",
+    Phase.ENDED: "has ended",
+    Phase.CLOSED: "is closed",
+}
 
 
 @dataclass(frozen=True, slots=True)
@@ -104,3 +145,36 @@ class Runner(Protocol):
 
 RunnerFactory = Callable[[str, Emit], Runner]
 """(session id, emit) → a new, not yet started runner."""
+
+
+def check_start(agent: str, phase: Phase, session_id: str, spec: SessionSpec) -> None:
+    """The guard at the top of :meth:`Runner.start`: a runner starts once, for its own session.
+
+    Args:
+        agent: what the runner is called in messages (``"the scripted agent"``).
+        phase: the runner's phase now.
+        session_id: the session the runner was made for.
+        spec: what ``start`` was given.
+
+    Raises:
+        RunnerError: ``<agent> is closed``, ``<agent> was already started``, or the session spec
+            is for another session.
+    """
+    if phase is not Phase.NEW:
+        raise RunnerError(
+            f"{agent} is closed" if phase is Phase.CLOSED else f"{agent} was already started"
+        )
+    if spec.session_id != session_id:
+        raise RunnerError("the session spec is for another session")
+
+
+def check_live(agent: str, phase: Phase) -> None:
+    """The guard of the methods that need a running agent (``send_input``, ``set_option``).
+
+    Raises:
+        RunnerError: `phase` is not in :data:`LIVE_PHASES`; the message says which it is
+            (``<agent> has not been started`` / ``failed to start`` / ``has ended`` /
+            ``is closed``).
+    """
+    if phase not in LIVE_PHASES:
+        raise RunnerError(f"{agent} {_NOT_LIVE[phase]}")

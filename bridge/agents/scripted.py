@@ -27,8 +27,9 @@ Theory of operation:
   with a ``system`` entry ``Interrupted``, then the usual idle + stream_end. Queued inputs run next.
 - Any exception inside the session task (a clock or an ``emit`` that raises) is logged with its
   traceback and reported as ``AgentEnded`` with the exception's type name, never its message.
-- ``close`` cancels and awaits the session task and releases the log; from the moment it is called
-  nothing more is emitted, not even ``AgentEnded``: the caller asked for the end and knows it.
+- ``close`` cancels and awaits the session task (owned by a :class:`~bridge.tasks.TaskSet`) and
+  releases the log; from the moment it is called nothing more is emitted, not even
+  ``AgentEnded``: the caller asked for the end and knows it.
 
 Entries carry ``timestamp`` from the injected clock (unix seconds, rendered like JavaScript's
 ``toISOString``). ``slow S`` waits on the event loop's own clock, so a frozen test clock cannot
@@ -38,7 +39,6 @@ freeze a turn.
 from __future__ import annotations
 
 import asyncio
-import enum
 import logging
 import time
 import uuid
@@ -50,8 +50,19 @@ from typing import Any, assert_never
 from bridge.engine.inputs import AgentEnded, AgentEntry, AgentFailed, AgentReady, AgentStateChanged
 from bridge.protocol import OutputEntry
 from bridge.protocol.enums import EFFORT_LEVELS, PERMISSION_MODES, OutputEntryType
+from bridge.tasks import TaskSet
 
-from .base import AgentEvent, Emit, Runner, RunnerError, RunnerFactory, SessionSpec
+from .base import (
+    AgentEvent,
+    Emit,
+    Phase,
+    Runner,
+    RunnerError,
+    RunnerFactory,
+    SessionSpec,
+    check_live,
+    check_start,
+)
 from .scripted_directives import (
     THINKING_TEXT,
     THOUGHT_TEXT,
@@ -109,22 +120,7 @@ Clock = Callable[[], float]
 _YIELD_EVERY = 64  # entries between two yields to the loop in `lines N`: fairness, interruptibility
 _MAX_MODEL_LENGTH = 200
 _MAX_REASON_LENGTH = 200
-
-
-class _Phase(enum.Enum):
-    NEW = "new"
-    STARTED = "started"
-    FAILED = "failed"
-    ENDED = "ended"
-    CLOSED = "closed"
-
-
-_NOT_ALIVE = {
-    _Phase.NEW: "the scripted agent has not been started",
-    _Phase.FAILED: "the scripted agent failed to start",
-    _Phase.ENDED: "the scripted agent has ended",
-    _Phase.CLOSED: "the scripted agent is closed",
-}
+_AGENT = "the scripted agent"  # how RunnerError messages name it
 
 
 def iso_timestamp(unix: float) -> str:
@@ -166,8 +162,8 @@ class ScriptedRunner:
         self._clock = clock
         self._new_id = new_id
         self._log = InputLog(inputs_path(log_dir, session_id))
-        self._phase = _Phase.NEW
-        self._task: asyncio.Task[None] | None = None
+        self._phase = Phase.NEW  # READY from a successful start: the agent never restarts
+        self._tasks = TaskSet(f"scripted agent {self._session_id[:8]}", logger=logger)
         self._queue: asyncio.Queue[str] = asyncio.Queue()
         self._interrupted = asyncio.Event()
         self._in_turn = False
@@ -192,14 +188,7 @@ class ScriptedRunner:
         Raises:
             RunnerError: already started or closed, or `spec` is for another session.
         """
-        if self._phase is not _Phase.NEW:
-            raise RunnerError(
-                "the scripted agent is closed"
-                if self._phase is _Phase.CLOSED
-                else "the scripted agent was already started"
-            )
-        if spec.session_id != self._session_id:
-            raise RunnerError("the session spec is for another session")
+        check_start(_AGENT, self._phase, self._session_id, spec)
         self._mode = spec.permission_mode
         self._effort = spec.effort_level
         self._model = spec.model or SCRIPTED_MODEL
@@ -207,14 +196,12 @@ class ScriptedRunner:
         first: AgentEvent
         if failure is None:
             assert self._sdk_session_id is not None
-            self._phase = _Phase.STARTED
+            self._phase = Phase.READY
             first = AgentReady(self._session_id, self._sdk_session_id, self._model)
         else:
-            self._phase = _Phase.FAILED
+            self._phase = Phase.FAILED
             first = AgentFailed(self._session_id, failure)
-        self._task = asyncio.create_task(
-            self._run(first), name=f"scripted-agent-{self._session_id[:8]}"
-        )
+        self._tasks.spawn(self._run(first), f"scripted-agent-{self._session_id[:8]}")
 
     async def send_input(self, uid: str, text: str) -> None:
         """Log `text` under `uid` (write + fsync), then queue it for the session task.
@@ -225,7 +212,7 @@ class ScriptedRunner:
             RunnerError: the agent is not running, the arguments are not strings (or `uid` is
                 empty), or the log could not be written (then nothing was queued).
         """
-        self._require_alive()
+        check_live(_AGENT, self._phase)
         if not isinstance(uid, str) or not uid:
             raise RunnerError("the input uid must be a non-empty string")
         if not isinstance(text, str):
@@ -252,7 +239,7 @@ class ScriptedRunner:
 
     async def interrupt(self) -> None:
         """End the current turn early; a no-op when idle, not started, ended or closed."""
-        if self._phase is _Phase.STARTED and self._in_turn:
+        if self._phase is Phase.READY and self._in_turn:
             self._interrupted.set()
 
     async def set_option(self, option: str, value: str) -> str | None:
@@ -265,7 +252,7 @@ class ScriptedRunner:
         Raises:
             RunnerError: the agent is not running.
         """
-        self._require_alive()
+        check_live(_AGENT, self._phase)
         if option == "mode" and value in PERMISSION_MODES:
             self._mode = value
         elif option == "effort" and value in EFFORT_LEVELS:
@@ -299,12 +286,9 @@ class ScriptedRunner:
 
         Cancelling the caller while it waits leaves the session task cancelled all the same.
         """
-        self._phase = _Phase.CLOSED
-        task = self._task
+        self._phase = Phase.CLOSED
         try:
-            if task is not None:
-                task.cancel()
-                await asyncio.wait({task})
+            await self._tasks.close()
         finally:
             self._log.close()
 
@@ -334,7 +318,7 @@ class ScriptedRunner:
         """The session task: announce, then one turn per queued text until crash or close."""
         try:
             self._emit(first)
-            if self._phase is not _Phase.STARTED:
+            if self._phase is not Phase.READY:
                 return
             while await self._turn(await self._queue.get()):
                 pass
@@ -351,7 +335,7 @@ class ScriptedRunner:
         try:
             self._emit(AgentStateChanged(self._session_id, "running"))
             if isinstance(directive, Crash):
-                self._phase = _Phase.ENDED
+                self._phase = Phase.ENDED
                 self._emit(AgentEnded(self._session_id, CRASH_REASON))
                 return False
             if await self._perform(directive):
@@ -413,23 +397,19 @@ class ScriptedRunner:
         self._emit(AgentEntry(self._session_id, entry))
 
     def _emit(self, event: AgentEvent) -> None:
-        if self._phase is not _Phase.CLOSED:
+        if self._phase is not Phase.CLOSED:
             self._emit_callback(event)
 
     def _report_failure(self, exc: Exception) -> None:
         """A bug or a broken ``emit``: log it, end the agent, tell the daemon if it can hear."""
         logger.error("x scripted agent %s failed", self._session_id[:8], exc_info=exc)
-        if self._phase is _Phase.CLOSED:
+        if self._phase is Phase.CLOSED:
             return
-        self._phase = _Phase.ENDED
+        self._phase = Phase.ENDED
         try:
             self._emit(AgentEnded(self._session_id, f"scripted agent failed: {type(exc).__name__}"))
         except Exception:
             logger.error("x scripted agent %s: emit failed", self._session_id[:8], exc_info=True)
-
-    def _require_alive(self) -> None:
-        if self._phase is not _Phase.STARTED:
-            raise RunnerError(_NOT_ALIVE[self._phase])
 
 
 def _marker_reason(path: Path, default: str) -> str:

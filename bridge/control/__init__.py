@@ -9,7 +9,7 @@ the first request is ``initialize`` with the control protocol version. The layer
   the daemon implements;
 - `connection` — the server and client state machines (the ``initialize`` handshake), sans-I/O;
 - `server` / `client` — the asyncio I/O around them;
-- `render` / `commands` — the CLI commands ``status``, ``pair``, ``phones``, ``unpair``.
+- `render` / `cli_commands` — the CLI commands ``status``, ``pair``, ``phones``, ``unpair``.
 """
 
 from bridge.control.cli_commands import CONTROL_COMMANDS, add_control_commands, run_control_command

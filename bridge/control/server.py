@@ -13,7 +13,8 @@ A socket file left by a daemon that died (``kill -9``) is replaced only after a 
 attempt was refused; if something answers, start-up fails instead. At `close()` the file is
 removed only if it is still the one this server created.
 
-Each connection gets one task (owned by the server, cancelled by `close()`) with two children:
+Each connection gets one task (owned by the server's :class:`~bridge.tasks.TaskSet`, cancelled
+by `close()`) with two children:
 a reader feeding the sans-I/O `ServerConnection`, and a worker answering its events strictly in
 order, one handler call at a time. The reader keeps reading during a call so that it sees the
 client go away: a waiting call (``pair.wait``) is cancelled then, other calls finish and their
@@ -35,13 +36,14 @@ import struct
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 from types import TracebackType
-from typing import Any, Final
+from typing import Any, Final, assert_never
 
 from bridge import __version__
 from bridge.control.connection import Call, Close, ConnectionState, Reply, ServerConnection
 from bridge.control.framing import MAX_BODY_BYTES, encode_frame
 from bridge.control.methods import ControlHandler, HandlerError
 from bridge.control.rpc import REQUEST_FAILED, serialize_error
+from bridge.tasks import TaskSet
 
 __all__ = [
     "CONTROL_SOCKET_NAME",
@@ -136,7 +138,7 @@ class ControlServer:
         self._max_body = max_body
         self._server: asyncio.Server | None = None
         self._identity: tuple[int, int] | None = None  # (st_dev, st_ino) of our socket file
-        self._tasks: set[asyncio.Task[Any]] = set()
+        self._tasks = TaskSet("control socket", logger=logger)
         self._closing = False
 
     def __repr__(self) -> str:
@@ -242,11 +244,7 @@ class ControlServer:
         server, self._server = self._server, None
         if server is not None:
             server.close()
-        tasks = list(self._tasks)
-        for task in tasks:
-            task.cancel()
-        if tasks:
-            await asyncio.gather(*tasks, return_exceptions=True)
+        await self._tasks.close()
         if server is not None:
             await server.wait_closed()
         self._remove_socket_file()
@@ -288,9 +286,8 @@ class ControlServer:
             writer.write(encode_frame(serialize_error(None, REQUEST_FAILED, message)))
             writer.close()
             return
-        task = asyncio.create_task(self._serve_client(reader, writer), name="control connection")
-        self._tasks.add(task)
-        task.add_done_callback(self._tasks.discard)
+        if self._tasks.spawn(self._serve_client(reader, writer), "control connection") is None:
+            writer.close()
 
     async def _serve_client(
         self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter
@@ -378,18 +375,21 @@ class _Connection:
     async def _work_loop(self) -> None:
         while True:
             event = await self._events.get()
-            if isinstance(event, Close):
-                if event.data is not None:
-                    await self._send(event.data)
-                return
-            if self._gone:
-                continue
-            if isinstance(event, Reply):
-                await self._send(event.data)
-            else:
-                answer = await self._call(event)
-                if answer is not None:
-                    await self._send(answer)
+            match event:
+                case Close():
+                    if event.data is not None:
+                        await self._send(event.data)
+                    return
+                case Reply():
+                    await self._send(event.data)  # nothing is sent once the client is gone
+                case Call():
+                    if self._gone:
+                        continue
+                    answer = await self._call(event)
+                    if answer is not None:
+                        await self._send(answer)
+                case _:
+                    assert_never(event)
 
     async def _call(self, call: Call) -> bytes | None:
         name = call.spec.name

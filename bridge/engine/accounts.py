@@ -14,12 +14,14 @@ Flows (PROTOCOL-v10-wire.md §5 rows 19–23, §11; REFERENCE-BEHAVIOUR §1.13):
 - ``set-device-config``: validated, transport-only fields stripped, persisted per phone;
   ``device-config-ack`` to the sender.
 
+Handlers return only their own effects; admission adds the command's processed marks.
+
 Secrets (tokens, keys) travel inbound once; replies carry only ``hasToken`` / ``has*Key``.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 
 from bridge.engine.credentials import (
     ANTHROPIC_KEY_NAME,
@@ -89,11 +91,10 @@ class Accounts:
         command: SetProviderProfileCommand,
         phone: str,
         now: float,
-        marks: list[StoreOp],
-        everyone: Callable[[], tuple[str, ...]],
+        everyone: tuple[str, ...],
     ) -> list[Effect]:
         outcome = self.book.apply_set(command, now)
-        ops: list[StoreOp] = list(marks)
+        ops: list[StoreOp] = []
         if outcome.save is not None:
             ops.append(SaveProviderProfile(outcome.profile_id, profile_to_record(outcome.save)))
         if outcome.delete:
@@ -109,7 +110,7 @@ class Accounts:
         )
         outbox = [Publish(ack, (phone,))]
         if outcome.changed:
-            outbox.append(Publish(provider_profiles_message(self._machine, self.book), everyone()))
+            outbox.append(Publish(provider_profiles_message(self._machine, self.book), everyone))
         return [Commit(tuple(ops), outbox=tuple(outbox))]
 
     def provider_probed(
@@ -119,42 +120,38 @@ class Accounts:
         listing = provider_profiles_message(self._machine, self.book)
         return [Commit((), outbox=(Publish(ack, (phone,)), Publish(listing, everyone)))]
 
-    def profiles_for(self, phone: str, marks: list[StoreOp]) -> list[Effect]:
+    def profiles_for(self, phone: str) -> list[Effect]:
         listing = provider_profiles_message(self._machine, self.book)
-        return [Commit(tuple(marks), outbox=(Publish(listing, (phone,)),))]
+        return [Commit((), outbox=(Publish(listing, (phone,)),))]
 
-    def set_credentials(
-        self, command: SetCredentialsCommand, phone: str, marks: list[StoreOp]
-    ) -> list[Effect]:
+    def set_credentials(self, command: SetCredentialsCommand, phone: str) -> list[Effect]:
         outcome = apply_set_credentials(self.credentials, command)
         if not outcome.success:
             ack = credentials_ack(
                 self._machine, self.credentials, success=False, error=outcome.error
             )
-            return [Commit(tuple(marks), outbox=(Publish(ack, (phone,)),))]
+            return [Commit((), outbox=(Publish(ack, (phone,)),))]
         self.credentials = outcome.credentials
-        ops = [*marks, *(SetCredential(c.name, c.value) for c in outcome.changes)]
+        ops = tuple(SetCredential(c.name, c.value) for c in outcome.changes)
         new_key = any(c.name == ANTHROPIC_KEY_NAME and c.value for c in outcome.changes)
         key = self.api_key
         if new_key and key:
-            return [Commit(tuple(ops)), ProbeAnthropicKey(phone, key)]
+            return [Commit(ops), ProbeAnthropicKey(phone, key)]
         ack = credentials_ack(self._machine, self.credentials)
-        return [Commit(tuple(ops), outbox=(Publish(ack, (phone,)),))]
+        return [Commit(ops, outbox=(Publish(ack, (phone,)),))]
 
     def credentials_probed(self, phone: str, valid: bool | None) -> list[Effect]:
         ack = credentials_ack(self._machine, self.credentials, key_valid=valid)
         return [Commit((), outbox=(Publish(ack, (phone,)),))]
 
     @staticmethod
-    def set_device_config(
-        command: SetDeviceConfigCommand, phone: str, marks: list[StoreOp]
-    ) -> list[Effect]:
+    def set_device_config(command: SetDeviceConfigCommand, phone: str) -> list[Effect]:
         prepared = prepare_device_config(command.config)
         if isinstance(prepared, str):
-            return [Commit(tuple(marks), outbox=(Publish(device_config_ack(prepared), (phone,)),))]
+            return [Commit((), outbox=(Publish(device_config_ack(prepared), (phone,)),))]
         return [
             Commit(
-                (*marks, SaveDeviceConfig(phone, prepared)),
+                (SaveDeviceConfig(phone, prepared),),
                 outbox=(Publish(device_config_ack(), (phone,)),),
             )
         ]

@@ -90,4 +90,9 @@ class Attachments:
         return [SaveImage(session_id, name, data, text)]
 
     def abort_session(self, session_id: str) -> None:
+        """The session closed: its uploads in flight are dropped."""
         self.uploads.abort_session(session_id)
+
+    def abort_phone(self, phone: str) -> None:
+        """The phone was unpaired: its uploads in flight are dropped."""
+        self.uploads.abort_phone(phone)

@@ -18,7 +18,12 @@ Order for a ``PermissionRequested`` (REFERENCE-BEHAVIOUR §1.9, with the risk ga
 Cards time out after an hour (denied). ``interrupt``, a restart, the end or a close of the
 session deny every card of it. Every verdict is appended to the ``decisions`` audit log.
 
-Pure: the clock is ``now``; entries, answers and log rows come back as effects for the engine.
+The cards and the call history of one session live in its :class:`SessionCards` (held by the
+session's state in the engine), so whatever ends a session ends its cards with it. Turning a
+:class:`BrokerResult` into effects (transcript lines, the audit rows, the answers) is the engine's
+:mod:`bridge.engine.cards`.
+
+Pure: the clock is ``now``; entries, answers and log rows come back as data for the engine.
 """
 
 from __future__ import annotations
@@ -32,7 +37,7 @@ from bridge.engine.gate import CallHistory, GateContext, Outcome, describe_decis
 from bridge.engine.timefmt import iso
 from bridge.protocol import OutputEntry
 
-__all__ = ["CARD_TIMEOUT_SECONDS", "Broker", "BrokerResult", "Card"]
+__all__ = ["CARD_TIMEOUT_SECONDS", "BrokerResult", "Card", "SessionCards"]
 
 CARD_TIMEOUT_SECONDS = 3600.0
 ASK_QUESTION = "AskUserQuestion"
@@ -68,28 +73,28 @@ def _timestamp(now: float) -> str:
     return iso(now)
 
 
-class Broker:
-    """Pending cards per session and the gate's call history."""
+class SessionCards:
+    """The pending cards of one session and the gate's call history for it.
 
-    def __init__(self, home: str) -> None:
-        self._home = home
-        self._cards: dict[tuple[str, str], Card] = {}
-        self._history: dict[str, CallHistory] = {}
+    One per session, held by the session's :class:`~bridge.engine.state.SessionState`, so closing
+    the session drops its cards and history with it. Methods take no session id: every card
+    here belongs to :attr:`session_id`.
+    """
+
+    def __init__(self, session_id: str) -> None:
+        self.session_id = session_id
+        self._cards: dict[str, Card] = {}
+        self._history = CallHistory()
 
     # --- queries -------------------------------------------------------------------------------
 
-    def pending(self, session_id: str) -> list[Card]:
-        return [c for c in self._cards.values() if c.session_id == session_id]
+    def pending(self) -> list[Card]:
+        """The open cards, oldest first."""
+        return list(self._cards.values())
 
-    def question_open(self, session_id: str) -> Card | None:
-        return next(
-            (
-                c
-                for c in self._cards.values()
-                if c.session_id == session_id and c.kind == "question"
-            ),
-            None,
-        )
+    def question_open(self) -> Card | None:
+        """The open question group, if any (typed text answers it)."""
+        return next((c for c in self._cards.values() if c.kind == "question"), None)
 
     def next_deadline(self) -> float | None:
         return min(
@@ -100,7 +105,6 @@ class Broker:
 
     def request(
         self,
-        session_id: str,
         request_id: str,
         tool_name: str,
         tool_input: Mapping[str, Any],
@@ -108,10 +112,12 @@ class Broker:
         mode: str,
         cwd: str,
         roots: Sequence[str],
+        home: str,
         description: str | None,
         agent_id: str | None,
         now: float,
     ) -> BrokerResult:
+        session_id = self.session_id
         result = BrokerResult()
         ts = _timestamp(now)
         data = dict(tool_input)
@@ -127,7 +133,7 @@ class Broker:
                 )
                 return result
             card = Card(session_id, request_id, "question", tool_name, data, now, questions)
-            self._cards[(session_id, request_id)] = card
+            self._cards[request_id] = card
             for index, question in enumerate(questions):
                 metadata: dict[str, Any] = {
                     "special": "ask_question",
@@ -156,9 +162,7 @@ class Broker:
             return result
         if tool_name == EXIT_PLAN:
             plan = str(data.get("plan") or "")
-            self._cards[(session_id, request_id)] = Card(
-                session_id, request_id, "plan", tool_name, data, now
-            )
+            self._cards[request_id] = Card(session_id, request_id, "plan", tool_name, data, now)
             if plan:
                 result.entries.append(
                     OutputEntry(
@@ -186,14 +190,17 @@ class Broker:
             )
             result.decisions.append(_decision(ts, session_id, tool_name, "card", (), "plan"))
             return result
-        history = self._history.setdefault(session_id, CallHistory())
-        repeats = history.record(tool_name, data)
+        repeats = self._history.record(tool_name, data)
+        gate_failure: str | None = None
         try:
-            context = GateContext(mode=mode, cwd=cwd, roots=tuple(roots), home=self._home)
+            context = GateContext(mode=mode, cwd=cwd, roots=tuple(roots), home=home)
             decision = evaluate(tool_name, data, context, repeat_count=repeats)
-        except ValueError:
-            # No usable workspace context (should not happen): never auto-allow.
+        except Exception as exc:
+            # No usable workspace context, or a bug in the gate (a RecursionError on deep
+            # input, ...): never auto-allow, never stop the session; the user decides on a card.
+            # Only the type is kept: the message may quote the tool input.
             decision = None
+            gate_failure = f"the gate could not judge this call ({type(exc).__name__})"
         if decision is not None and decision.outcome is Outcome.BLOCK:
             text = describe_decision(decision)
             result.answers.append(AnswerPermission(session_id, request_id, False, text))
@@ -208,9 +215,7 @@ class Broker:
             )
             return result
         reasons = decision.reasons if decision is not None else ()
-        self._cards[(session_id, request_id)] = Card(
-            session_id, request_id, "permission", tool_name, data, now
-        )
+        self._cards[request_id] = Card(session_id, request_id, "permission", tool_name, data, now)
         metadata = {
             "special": "permission_request",
             "tool_name": tool_name,
@@ -220,6 +225,8 @@ class Broker:
         }
         if reasons and decision is not None:
             metadata["reason_text"] = describe_decision(decision)
+        elif gate_failure is not None:
+            metadata["reason_text"] = gate_failure
         if description:
             metadata["description"] = description
         if agent_id:
@@ -233,18 +240,19 @@ class Broker:
                 metadata=metadata,
             )
         )
-        result.decisions.append(_decision(ts, session_id, tool_name, "card", reasons, None))
+        result.decisions.append(_decision(ts, session_id, tool_name, "card", reasons, gate_failure))
         return result
 
     # --- the phone answers ---------------------------------------------------------------------
 
     def permission_response(
-        self, session_id: str, request_id: str, allow: bool, modifier: str | None, now: float
+        self, request_id: str, allow: bool, modifier: str | None, now: float
     ) -> BrokerResult | None:
-        card = self._cards.get((session_id, request_id))
+        card = self._cards.get(request_id)
         if card is None or card.kind != "permission":
             return None
-        del self._cards[(session_id, request_id)]
+        del self._cards[request_id]
+        session_id = self.session_id
         result = BrokerResult()
         ts = _timestamp(now)
         if allow:
@@ -266,11 +274,12 @@ class Broker:
             )
         return result
 
-    def plan_key(self, session_id: str, key: str, now: float) -> BrokerResult | None:
-        card = next((c for c in self.pending(session_id) if c.kind == "plan"), None)
+    def plan_key(self, key: str, now: float) -> BrokerResult | None:
+        card = next((c for c in self._cards.values() if c.kind == "plan"), None)
         if card is None or key not in ("1", "2", "3"):
             return None
-        del self._cards[(session_id, card.request_id)]
+        del self._cards[card.request_id]
+        session_id = self.session_id
         result = BrokerResult()
         ts = _timestamp(now)
         if key == "3":
@@ -288,10 +297,11 @@ class Broker:
         return result
 
     def answer_question(
-        self, session_id: str, *, option: int | None = None, text: str | None = None, now: float
+        self, *, option: int | None = None, text: str | None = None, now: float
     ) -> BrokerResult | None:
         """Answer the next unanswered question of the open group (an option or free text)."""
-        card = self.question_open(session_id)
+        session_id = self.session_id
+        card = self.question_open()
         if card is None:
             return None
         index = next(i for i in range(len(card.questions)) if i not in card.answers)
@@ -306,7 +316,7 @@ class Broker:
         card.answers[index] = answer
         result = BrokerResult()
         if len(card.answers) == len(card.questions):
-            del self._cards[(session_id, card.request_id)]
+            del self._cards[card.request_id]
             by_text = {
                 str(q.get("question", "")): card.answers[i] for i, q in enumerate(card.questions)
             }
@@ -321,27 +331,27 @@ class Broker:
 
     # --- cards end -----------------------------------------------------------------------------
 
-    def deny_all(self, session_id: str, message: str, now: float, outcome: str) -> BrokerResult:
+    def deny_all(self, message: str, now: float, outcome: str) -> BrokerResult:
+        session_id = self.session_id
         result = BrokerResult()
         ts = _timestamp(now)
-        for card in self.pending(session_id):
-            del self._cards[(session_id, card.request_id)]
+        for card in self.pending():
+            del self._cards[card.request_id]
             result.answers.append(AnswerPermission(session_id, card.request_id, False, message))
             result.decisions.append(_decision(ts, session_id, card.tool_name, outcome, (), message))
         return result
 
-    def forget(self, session_id: str) -> None:
+    def forget(self) -> None:
         """The runner is gone: drop its cards (it denied them itself) and its history."""
-        for card in self.pending(session_id):
-            del self._cards[(session_id, card.request_id)]
-        self._history.pop(session_id, None)
+        self._cards.clear()
+        self._history = CallHistory()
 
-    def expire(self, now: float) -> BrokerResult:
-        result = BrokerResult()
+    def expire(self, now: float, result: BrokerResult) -> None:
+        """Deny the cards that waited an hour, adding the answers and rows to `result`."""
         ts = _timestamp(now)
         for card in list(self._cards.values()):
             if now >= card.created_at + CARD_TIMEOUT_SECONDS:
-                del self._cards[(card.session_id, card.request_id)]
+                del self._cards[card.request_id]
                 result.answers.append(
                     AnswerPermission(
                         card.session_id,
@@ -353,7 +363,6 @@ class Broker:
                 result.decisions.append(
                     _decision(ts, card.session_id, card.tool_name, "timeout", (), None)
                 )
-        return result
 
 
 def _options(question: Mapping[str, Any]) -> list[dict[str, str]]:

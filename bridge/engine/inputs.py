@@ -38,6 +38,7 @@ __all__ = [
     "ProviderProbed",
     "RefreshRequested",
     "SessionCommitted",
+    "SyncChunkSent",
     "ToolBlocked",
 ]
 
@@ -244,6 +245,18 @@ class ToolBlocked:
     detail: str
 
 
+@dataclass(frozen=True, slots=True)
+class SyncChunkSent:
+    """A ``sync-chunk`` really left for the relays (its publish returned), not just queued.
+
+    The sync's ack wait counts from here (:meth:`~bridge.engine.sync.SyncServer.chunks_sent`),
+    so a slow send of many chunks does not trigger needless resends.
+    """
+
+    phone: str
+    sync_id: str
+
+
 Input = (
     CommandEventReceived
     | PairingWindowRequested
@@ -267,5 +280,6 @@ Input = (
     | ImageSaved
     | ModelsListed
     | SessionCommitted
+    | SyncChunkSent
     | ToolBlocked
 )

@@ -20,11 +20,35 @@ from __future__ import annotations
 import hmac
 from dataclasses import dataclass
 
+from bridge.engine.attachments import Attachments
+from bridge.engine.effects import (
+    Commit,
+    DeletePhone,
+    Dropped,
+    Effect,
+    Notify,
+    PairedPhone,
+    Publish,
+    Resubscribe,
+    SavePhone,
+)
+from bridge.engine.heartbeat import Heartbeat
+from bridge.engine.host import EngineConfig
+from bridge.engine.ingest import Decoded
+from bridge.engine.phones import PhoneBook
+from bridge.engine.sync import SyncServer
+from bridge.engine.timefmt import iso
+from bridge.nostr.filters import Filter
+from bridge.nostr.keys import hex_to_npub
+from bridge.protocol import PairAckMessage, PairRequestCommand
+from bridge.protocol.kinds import COMMAND_KIND
+
 __all__ = [
     "DEFAULT_WINDOW_SECONDS",
     "NACK_BUDGET",
     "NACK_PERIOD_SECONDS",
     "NackBudget",
+    "Pairing",
     "PairingWindow",
     "check_token",
 ]
@@ -75,3 +99,126 @@ class NackBudget:
             return False
         self._used += 1
         return True
+
+
+class Pairing:
+    """Pairing as the engine runs it: the window, pair-requests, manual pairing and unpairing.
+
+    A phone pairs through an open window (``pair-request`` with the window's token) or because
+    the operator vouched for its key (``pair --npub``). Either way it is saved, the command
+    subscription is rebuilt for the new author, the heartbeat goes out (now to the new phone
+    too) and local listeners hear ``paired``. Unpairing forgets the phone and its syncs; nothing
+    more is published to it, and its syncs and uploads in flight are dropped.
+    """
+
+    def __init__(
+        self,
+        config: EngineConfig,
+        phones: PhoneBook,
+        heartbeat: Heartbeat,
+        sync: SyncServer,
+        attachments: Attachments,
+    ) -> None:
+        self._config = config
+        self._phones = phones
+        self._heartbeat = heartbeat
+        self._sync = sync
+        self._attachments = attachments
+        self._nacks = NackBudget()
+        self.window: PairingWindow | None = None
+
+    def window_for(self, now: float) -> PairingWindow | None:
+        """The window, if one is open at `now`."""
+        return self.window if self.window is not None and self.window.is_open(now) else None
+
+    def filters(self, now: float) -> list[Filter]:
+        """The pairing subscription (no authors); empty when no window is open."""
+        window = self.window_for(now)
+        if window is None:
+            return []
+        return [
+            Filter(
+                kinds=(COMMAND_KIND,),
+                since=max(0, window.since),
+                tags={"p": (self._config.bridge_pubkey,)},
+            )
+        ]
+
+    def next_deadline(self) -> float | None:
+        return self.window.expires_at if self.window is not None else None
+
+    def open_window(self, token: str, duration: float, now: float) -> list[Effect]:
+        """The operator opened a window (it replaces any open one)."""
+        self.window = PairingWindow(token, now, now + duration)
+        return [Resubscribe()]
+
+    def close_window(self) -> None:
+        """Shutdown: the window closes with the daemon."""
+        self.window = None
+
+    def tick(self, now: float) -> list[Effect]:
+        if self.window is None or self.window.is_open(now):
+            return []
+        self.window = None
+        return [Resubscribe(), Notify("pairing-closed", {"reason": "expired"})]
+
+    def on_pair_request(
+        self, command: PairRequestCommand, admitted: Decoded, now: float
+    ) -> list[Effect]:
+        """A ``pair-request`` (from a stranger, or a paired phone pairing again)."""
+        author = admitted.author
+        if admitted.stale:
+            return [Dropped("stale pair-request", admitted.event_id)]
+        window = self.window_for(now)
+        reason: str | None = None
+        if window is None:
+            reason = "window-closed"
+        elif not check_token(window, command.token):
+            reason = "bad-token"
+        if reason is not None:
+            if not self._nacks.take(now):
+                return [
+                    Dropped(
+                        f"pair-request refused ({reason}); nack budget spent", admitted.event_id
+                    )
+                ]
+            nack = PairAckMessage(machine=self._config.machine, ok=False, reason=reason)
+            return [
+                Commit((), outbox=(Publish(nack, (author,)),)),
+                Dropped(f"pair-request refused ({reason})", admitted.event_id, author),
+            ]
+        self.window = None
+        ack = PairAckMessage(
+            machine=self._config.machine,
+            ok=True,
+            relays=list(self._config.relays),
+            host=self._config.host,
+        )
+        return self.pair(author, command.label or "Phone", now, reply=ack)
+
+    def pair(
+        self, pubkey: str, label: str, now: float, *, reply: PairAckMessage | None = None
+    ) -> list[Effect]:
+        """Save the phone (a pairing again keeps its first ``paired_at``); `reply` goes to it."""
+        existing = self._phones.get(pubkey)
+        phone = PairedPhone(
+            pubkey=pubkey,
+            npub=hex_to_npub(pubkey),
+            label=label.strip() or "Phone",
+            paired_at=existing.paired_at if existing is not None else iso(now),
+        )
+        self._phones.put(phone)
+        outbox = (Publish(reply, (pubkey,)),) if reply is not None else ()
+        return [
+            Commit((SavePhone(phone),), outbox=outbox),
+            Resubscribe(),
+            *self._heartbeat.publish(now),
+            Notify("paired", {"npub": phone.npub, "label": phone.label}),
+        ]
+
+    def unpair(self, pubkey: str, now: float) -> list[Effect]:
+        if self._phones.remove(pubkey) is None:
+            return []
+        self._sync.abort_phone(pubkey)
+        self._attachments.abort_phone(pubkey)
+        return [Commit((DeletePhone(pubkey),)), Resubscribe(), *self._heartbeat.publish(now)]

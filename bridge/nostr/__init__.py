@@ -6,7 +6,9 @@ signatures, NIP-40 expiry), ``nip44`` (v2 encryption), ``messages`` (relay frame
 
 The I/O modules ``relay`` (one connection) and ``pool`` (many relays) are NOT imported here:
 importing ``bridge.nostr`` must stay free of asyncio and websockets, so that the sans-I/O
-engine can use the pure parts. Import them by their module path.
+engine can use the pure parts. Import them by their module path, like the two pure modules
+only they build on: ``backlog`` (a subscription's stored events, paged) and ``relay_session``
+(the sans-I/O state of one relay connection, which ``relay`` drives).
 """
 
 from bridge.nostr.backoff import DEFAULT_BASE, DEFAULT_CAP, DEFAULT_JITTER, backoff

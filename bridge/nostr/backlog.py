@@ -1,7 +1,7 @@
 """A subscription's stored backlog: fetched whole despite relay caps, released oldest first.
 
-Pure: no I/O, no clock, no logging of its own; :class:`~bridge.nostr.relay.RelayConnection`
-drives it and logs what :meth:`Backlog.take_warnings` reports.
+Pure: no I/O, no clock, no logging of its own; :class:`~bridge.nostr.relay_session.RelaySession`
+drives it and turns what :meth:`Backlog.take_warnings` reports into lines to log.
 
 Why it exists. Relays answer a REQ with at most a few hundred stored events (strfry and
 rust-nostr's relay: 500), so a daemon back from a long outage, or a phone back from a long

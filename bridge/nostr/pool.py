@@ -62,6 +62,7 @@ from bridge.nostr.relay import (
     RelayConnectionError,
     RelayEventReceived,
 )
+from bridge.tasks import TaskSet
 
 __all__ = [
     "FiltersFactory",
@@ -150,18 +151,18 @@ class _Link:
         self.next_attempt_at: float | None = None
         self.last_event_at: float | None = None
         self.attempt_done = asyncio.Event()
-        self.task: asyncio.Task[None] | None = None
         self.trailing = 0
         """This relay's sends still waiting for an OK after their publish returned."""
-        self.resubscribes: dict[str, asyncio.Task[None]] = {}
-        """Delayed REQs after a transient CLOSED, by subscription id; end with the connection."""
+        self.resubscribes: TaskSet
+        """Delayed REQs after a transient CLOSED; a fresh set per connection, closed with it."""
+        self.resubscribing: set[str]
+        """The subscription ids with a delayed REQ in :attr:`resubscribes`."""
+        self.new_connection()
 
-    async def stop_resubscribes(self) -> None:
-        tasks = list(self.resubscribes.values())
-        self.resubscribes.clear()
-        for task in tasks:
-            task.cancel()
-        await asyncio.gather(*tasks, return_exceptions=True)
+    def new_connection(self) -> None:
+        """Resubscriptions belong to one connection: start each one with an empty set."""
+        self.resubscribes = TaskSet(f"relay-resubscribe {self.url}", logger=logger)
+        self.resubscribing = set()
 
     def reset_backoff(self) -> None:
         if self.failures:
@@ -254,7 +255,9 @@ class RelayPool:
         self._started = False
         self._closed = False
         self._max_trailing = max_trailing
-        self._trailing: dict[asyncio.Task[PublishOutcome], _Link] = {}
+        self._supervisors = TaskSet("relay pool links", logger=logger)
+        self._sends = TaskSet("relay pool sends", logger=logger)
+        """Every publish's per-relay sends: awaited by the publish, then trailing (see above)."""
 
     # --- lifecycle ------------------------------------------------------------------------------
 
@@ -267,7 +270,7 @@ class RelayPool:
         self._started = True
         for link in self._links.values():
             link.state = RelayState.CONNECTING
-            link.task = asyncio.create_task(self._supervise(link), name=f"relay-link {link.url}")
+            self._supervisors.spawn(self._supervise(link), name=f"relay-link {link.url}")
 
     async def close(self) -> None:
         """Close every connection and stop reconnecting (idempotent).
@@ -276,18 +279,8 @@ class RelayPool:
         pool outlives this call.
         """
         self._closed = True
-        trailing = list(self._trailing)
-        for send in trailing:
-            send.cancel()
-        await asyncio.gather(*trailing, return_exceptions=True)
-        running = [(link, link.task) for link in self._links.values() if link.task is not None]
-        for _, task in running:
-            task.cancel()
-        results = await asyncio.gather(*(task for _, task in running), return_exceptions=True)
-        for (link, _), result in zip(running, results, strict=True):
-            link.task = None
-            if isinstance(result, Exception):
-                logger.error("! %s link task crashed", link.url, exc_info=result)
+        await self._sends.close()
+        await self._supervisors.close()
         self._notify_state()
 
     async def __aenter__(self) -> RelayPool:
@@ -343,30 +336,34 @@ class RelayPool:
                 included (not called if the pool closes first).
         """
         links = [link for link in self._links.values() if relays is None or link.url in relays]
-        tasks = {
-            asyncio.create_task(self._publish_to(link, event), name=f"publish {link.url}"): link
-            for link in links
-        }
-        pending = set(tasks)
-        try:
-            while pending:
-                done, pending = await asyncio.wait(pending, return_when=asyncio.FIRST_COMPLETED)
-                if not wait_all and any(task.result().delivered for task in done):
-                    break
-        except BaseException:
-            for task in tasks:
-                task.cancel()
-            raise
-        outcomes = []
-        for task, link in tasks.items():
-            if task in pending:
-                outcomes.append(PublishOutcome(link.url, PublishStatus.PENDING))
-                self._trail(task, link, event)
-            else:
-                outcomes.append(task.result())
+        outcomes: list[PublishOutcome] = []
+        if self._sends.closed:
+            outcomes = [_pool_closed(link) for link in links]
+        else:
+            tasks: dict[asyncio.Task[PublishOutcome], _Link] = {}
+            for link in links:
+                task = self._sends.spawn(self._publish_to(link, event), name=f"publish {link.url}")
+                assert task is not None  # the set is open: checked above, nothing awaited since
+                tasks[task] = link
+            pending = set(tasks)
+            try:
+                while pending:
+                    done, pending = await asyncio.wait(pending, return_when=asyncio.FIRST_COMPLETED)
+                    if not wait_all and any(_outcome(t, tasks[t]).delivered for t in done):
+                        break
+            except BaseException:
+                for task in tasks:
+                    task.cancel()
+                raise
+            for task, link in tasks.items():
+                if task in pending:
+                    outcomes.append(PublishOutcome(link.url, PublishStatus.PENDING))
+                    self._trail(task, link, event)
+                else:
+                    outcomes.append(_outcome(task, link))
+            if on_settled is not None:
+                self._settle(event.id, list(tasks), on_settled)
         report = PublishReport(event.id, tuple(outcomes))
-        if on_settled is not None:
-            self._settle(event.id, list(tasks), on_settled)
         if not report.delivered:
             logger.warning(
                 "! event %s kind %d not delivered: %s",
@@ -384,7 +381,7 @@ class RelayPool:
     @property
     def trailing(self) -> int:
         """Sends still waiting for a relay's ``OK`` after their publish returned."""
-        return len(self._trailing)
+        return sum(link.trailing for link in self._links.values())
 
     def _settle(
         self,
@@ -418,18 +415,13 @@ class RelayPool:
             task.add_done_callback(one_done)
 
     def _trail(self, task: asyncio.Task[PublishOutcome], link: _Link, event: Event) -> None:
-        self._trailing[task] = link
+        """A send outlives its publish: count it against the relay, log how it ended."""
         link.trailing += 1
 
         def finished(task: asyncio.Task[PublishOutcome]) -> None:
-            self._trailing.pop(task, None)
             link.trailing -= 1
-            if task.cancelled():
-                return
-            error = task.exception()
-            if error is not None:
-                logger.error("! publish to %s crashed", link.url, exc_info=error)
-                return
+            if task.cancelled() or task.exception() is not None:
+                return  # the pool closed, or a crash (logged by the task set)
             outcome = task.result()
             if not outcome.delivered:
                 logger.info(
@@ -519,6 +511,7 @@ class RelayPool:
     async def _attempt(self, link: _Link) -> None:
         link.state = RelayState.CONNECTING
         link.attempt_done.clear()
+        link.new_connection()
         self._notify_state()
         connection = RelayConnection(
             link.url,
@@ -554,7 +547,7 @@ class RelayPool:
                     logger.exception("! %s on_open callback failed", link.url)
             await connection.wait_closed()
         finally:
-            await link.stop_resubscribes()
+            await link.resubscribes.close()
             link.connection = None
             link.connected_at = None
             link.state = RelayState.CLOSED
@@ -604,18 +597,25 @@ class RelayPool:
         # again: those wait for the next reconnect, which replays every subscription.
         if message_prefix(message) not in _TRANSIENT_CLOSED_PREFIXES:
             return
-        if subscription_id not in self._subscriptions or subscription_id in link.resubscribes:
+        if subscription_id not in self._subscriptions or subscription_id in link.resubscribing:
             return
         delay = next(link.delays)
-        logger.info("= %s resubscribing %s in %.1fs", link.url, subscription_id, delay)
-        task = asyncio.create_task(
-            self._resubscribe(link, connection, subscription_id, delay),
+        waiting = link.resubscribing
+        task = link.resubscribes.spawn(
+            self._resubscribe(link, connection, subscription_id, delay, waiting),
             name=f"relay-resubscribe {link.url} {subscription_id}",
         )
-        link.resubscribes[subscription_id] = task
+        if task is not None:  # None: that connection's resubscriptions were closed already
+            waiting.add(subscription_id)
+            logger.info("= %s resubscribing %s in %.1fs", link.url, subscription_id, delay)
 
     async def _resubscribe(
-        self, link: _Link, connection: RelayConnection, subscription_id: str, delay: float
+        self,
+        link: _Link,
+        connection: RelayConnection,
+        subscription_id: str,
+        delay: float,
+        waiting: set[str],
     ) -> None:
         try:
             await asyncio.sleep(delay)
@@ -630,8 +630,16 @@ class RelayPool:
             except Exception:
                 logger.exception("! %s resubscribing %s failed", link.url, subscription_id)
         finally:
-            if link.resubscribes.get(subscription_id) is asyncio.current_task():
-                del link.resubscribes[subscription_id]
+            waiting.discard(subscription_id)
 
     def _notify_state(self) -> None:
         self._state_changed.set()
+
+
+def _pool_closed(link: _Link) -> PublishOutcome:
+    return PublishOutcome(link.url, PublishStatus.NOT_CONNECTED, "relay pool is closed")
+
+
+def _outcome(task: asyncio.Task[PublishOutcome], link: _Link) -> PublishOutcome:
+    """A finished send's outcome; cancelled means the pool closed under it."""
+    return _pool_closed(link) if task.cancelled() else task.result()

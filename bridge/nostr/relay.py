@@ -1,22 +1,31 @@
 """One websocket connection to one Nostr relay (asyncio, on ``websockets``).
 
-Theory of operation. A :class:`RelayConnection` is single-use: :meth:`~RelayConnection.connect`
-opens it, one reader task owned by the connection parses every frame, and the connection ends
-when the socket closes or :meth:`~RelayConnection.close` is called; the pool makes a new one to
-reconnect. Everything the reader learns is handed on synchronously:
+Theory of operation. A :class:`RelayConnection` is the I/O edge around a
+:class:`~bridge.nostr.relay_session.RelaySession`, which holds everything the relay's frames
+mean: subscriptions and their filters, event verification, backlog paging, the EOSE and NIP-42
+deadlines, the AUTH exchange (read its module docstring for the rules). This module moves
+frames, keeps time, signs AUTH events and calls back; it decides nothing about the protocol.
 
-* ``EVENT`` → dropped unless it belongs to a subscription we opened, matches the filters that
-  subscription was sent with, and passes :func:`~bridge.nostr.event.check_event` (id recomputed,
-  BIP-340 signature checked); then ``on_event(RelayEventReceived)`` — at once for live events,
-  and for a subscription's stored backlog only when all of it is in: relays cap one answer, so
-  a large backlog is fetched over page REQs and handed on oldest first
-  (:mod:`bridge.nostr.backlog`).
-* ``OK`` → resolves the future of the :meth:`~RelayConnection.publish` waiting for that id.
-* ``EOSE`` → ``on_eose`` once the subscription's whole backlog was handed on; ``CLOSED`` →
-  ``on_closed``; ``NOTICE`` and ``COUNT`` → logged.
-* ``AUTH`` → the challenge is remembered. NIP-42 authentication is lazy: when a publish gets
-  ``OK false "auth-required: …"`` or a REQ gets ``CLOSED "auth-required: …"``, the connection
-  signs a kind-22242 event, sends ``AUTH``, waits for its ``OK`` and retries the request once.
+A connection is single-use: :meth:`~RelayConnection.connect` opens it, one reader task (owned
+by the connection's :class:`~bridge.tasks.TaskSet`) feeds the session, and the connection ends
+when the socket closes or :meth:`~RelayConnection.close` is called; the pool makes a new one to
+reconnect. The reader waits for the next frame, but no longer than the session's
+:meth:`~bridge.nostr.relay_session.RelaySession.next_deadline` (rescheduled whenever another
+task's input moves it), and hands the session the frame (``receive``) or the time (``tick``).
+Whatever the session returns is carried out in order, by the task that gave the input:
+
+* frames are sent (``>`` logged); a send that fails because the connection is ending is
+  dropped, as the pool replays subscriptions on reconnect;
+* :class:`~bridge.nostr.relay_session.Log` lines are logged under this module's logger;
+* events go to ``on_event(RelayEventReceived)`` (live ones at once, a backlog whole and oldest
+  first), ``on_eose`` once a subscription's stored events were all handed on, ``on_closed``
+  when the relay ended a subscription for good;
+* an ``OK`` resolves the future of the :meth:`~RelayConnection.publish` waiting for that id;
+  a publish refused with ``OK false "auth-required: …"`` asks the session to authenticate,
+  waits for its verdict and retries once;
+* a request to sign an AUTH event is answered at once, before anything else can reach the
+  session: here, because signing needs the keypair, unix time and fresh BIP-340 randomness,
+  none of which the sans-I/O session may hold or draw.
 
 The callbacks run on the reader task, so they must not block: a callback that awaited a
 publish would wait for an ``OK`` only the reader can deliver. Hand work to a queue instead.
@@ -32,48 +41,51 @@ reader ends and the pool reconnects with backoff; nothing larger is ever buffere
 Keepalive is ``websockets``' ping/pong (``ping_interval``, ``ping_timeout``): a relay that
 stops answering pings is closed with 1011 and the pool reconnects.
 
-Logging follows ``websockets``: ``>`` sent, ``<`` received, ``=`` state, ``!`` handled error,
-``-`` timeout; ids as ``id[:8]``; never content, keys or whole frames.
+Logging follows ``websockets``: ``>`` sent, ``<`` received, ``=`` state, ``x`` closing, ``!``
+handled error, ``-`` timeout; ids as ``id[:8]``; never content, keys or whole frames.
 """
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import enum
 import logging
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, assert_never
 
 from websockets.asyncio.client import ClientConnection, connect
-from websockets.exceptions import ConnectionClosed, WebSocketException
+from websockets.exceptions import ConnectionClosed, ConnectionClosedOK, WebSocketException
 
-from bridge.nostr.backlog import Backlog
-from bridge.nostr.event import Event, InvalidEventError, VerifiedEvent, check_event
-from bridge.nostr.filters import Filter, matches_any
+from bridge.nostr.event import Event
+from bridge.nostr.filters import Filter
 from bridge.nostr.keys import Keypair
 from bridge.nostr.messages import (
     MAX_MESSAGE_SIZE,
-    MAX_SUBSCRIPTION_ID_LENGTH,
-    AuthChallenge,
     AuthResponse,
     ClientMessage,
-    ClosedMessage,
     CloseMessage,
-    CountMessage,
-    EoseMessage,
-    EventMessage,
-    NoticeMessage,
     OkMessage,
     PublishMessage,
-    RelayMessageError,
     ReqMessage,
-    parse_relay_message,
     serialize_client_message,
 )
 from bridge.nostr.nip42 import build_auth_event, is_auth_required
+from bridge.nostr.relay_session import (
+    AuthFinished,
+    EndOfStoredEvents,
+    Log,
+    LogLevel,
+    OkReceived,
+    RelayEventReceived,
+    RelaySession,
+    SendMessage,
+    SessionOutput,
+    SignAuth,
+    SubscriptionClosed,
+)
+from bridge.tasks import TaskSet
 
 __all__ = [
     "ConnectionState",
@@ -145,44 +157,36 @@ class PublishOutcome:
         )
 
 
-@dataclass(frozen=True, slots=True)
-class RelayEventReceived:
-    """A verified event a relay delivered for one of our subscriptions."""
-
-    relay: str
-    subscription_id: str
-    event: VerifiedEvent
-
-
 EventCallback = Callable[[RelayEventReceived], None]
 EoseCallback = Callable[[str], None]
 ClosedCallback = Callable[[str, str], None]
+
+_Effect = (
+    SendMessage
+    | RelayEventReceived
+    | EndOfStoredEvents
+    | SubscriptionClosed
+    | OkReceived
+    | AuthFinished
+    | Log
+)
+"""A session output once :class:`SignAuth` was answered (see :meth:`RelayConnection._signed`)."""
 
 
 def _ignore(*_args: Any) -> None:
     return None
 
 
-@dataclass(slots=True)
-class _Subscription:
-    filters: tuple[Filter, ...]
-    backlog: Backlog | None
-    """The stored events being gathered (see :mod:`bridge.nostr.backlog`); None once released.
-    A page shares its parent's."""
-    auth_retried: bool = False
-    parent: str | None = None
-    """For a backlog page: the id of the subscription it serves."""
-    eose: bool = False
-
-
-class _PendingOk:
-    """The future of one event id awaiting an OK, shared by concurrent publishers of that id."""
-
-    __slots__ = ("future", "waiters")
-
-    def __init__(self, future: asyncio.Future[OkMessage | None]) -> None:
-        self.future = future
-        self.waiters = 0
+def _level(level: LogLevel) -> int:
+    match level:
+        case LogLevel.DEBUG:
+            return logging.DEBUG
+        case LogLevel.INFO:
+            return logging.INFO
+        case LogLevel.WARNING:
+            return logging.WARNING
+        case _:
+            assert_never(level)
 
 
 def _describe_close(exc: BaseException) -> str:
@@ -215,7 +219,8 @@ class RelayConnection:
         hard_max_message_size: frames above this fail the connection (``websockets``'
             ``max_size``, close code 1009), so nothing bigger is ever buffered; defaults to
             four times ``max_message_size``.
-        clock: unix time in seconds (for AUTH ``created_at``).
+        eose_timeout: seconds a stored answer may take before it counts as refused.
+        clock: unix time in seconds (for AUTH ``created_at`` and backlog windows).
     """
 
     def __init__(
@@ -250,27 +255,24 @@ class RelayConnection:
         self._ping_interval = ping_interval
         self._ping_timeout = ping_timeout
         self._close_timeout = close_timeout
-        self._eose_timeout = eose_timeout
-        self._max_message_size = max_message_size
         self._hard_max_message_size = hard_max_message_size
         self._clock = clock
+        self._session = RelaySession(
+            url,
+            eose_timeout=eose_timeout,
+            auth_timeout=ok_timeout,
+            max_message_size=max_message_size,
+        )
         self._state = ConnectionState.CONNECTING
         self._ws: ClientConnection | None = None
-        self._reader: asyncio.Task[None] | None = None
-        self._tasks: set[asyncio.Task[None]] = set()
+        self._tasks = TaskSet(f"relay {url}", logger=logger)
+        self._timer: asyncio.Timeout | None = None
+        """The reader's wait for the next frame, bounded by the session's next deadline."""
         self._closed = asyncio.Event()
-        self._pending: dict[str, _PendingOk] = {}
-        self._subscriptions: dict[str, _Subscription] = {}
-        self._largest_answer = 0
-        """The most stored events one answer of this relay held: its cap, as far as known."""
-        self._challenge: str | None = None
-        self._challenge_seen = asyncio.Event()
-        self._authed_challenge: str | None = None
-        self._auth_lock = asyncio.Lock()
+        self._pending: dict[str, asyncio.Future[OkMessage | None]] = {}
+        self._auth_verdict: asyncio.Future[bool] | None = None
         self.close_reason: str | None = None
         """Why the connection ended (for status), once it has."""
-        self.last_event_at: float | None = None
-        """Unix time of the last verified event delivered."""
 
     def __repr__(self) -> str:
         return f"<RelayConnection {self.url} {self._state.value}>"
@@ -283,7 +285,12 @@ class RelayConnection:
     @property
     def subscription_ids(self) -> tuple[str, ...]:
         """The subscriptions currently open on this connection."""
-        return tuple(self._subscriptions)
+        return self._session.subscription_ids
+
+    @property
+    def last_event_at(self) -> float | None:
+        """Unix time of the last verified event delivered."""
+        return self._session.last_event_at
 
     # --- lifecycle ------------------------------------------------------------------------------
 
@@ -298,7 +305,7 @@ class RelayConnection:
             raise RelayConnectionError(f"{self.url}: a connection object is single-use")
         logger.debug("= %s connecting", self.url)
         try:
-            self._ws = await connect(
+            ws = await connect(
                 self.url,
                 open_timeout=self._connect_timeout,
                 ping_interval=self._ping_interval,
@@ -310,8 +317,12 @@ class RelayConnection:
         except (OSError, TimeoutError, WebSocketException, ValueError) as exc:
             self._mark_closed(f"cannot connect: {_describe_close(exc)}")
             raise RelayConnectionError(f"{self.url}: {self.close_reason}") from exc
+        if self._state is not ConnectionState.CONNECTING:  # closed while the handshake ran
+            await ws.close()
+            raise RelayConnectionError(f"{self.url}: closed while connecting")
+        self._ws = ws
         self._state = ConnectionState.OPEN
-        self._reader = asyncio.create_task(self._read_loop(), name=f"relay-reader {self.url}")
+        self._tasks.spawn(self._read_loop(ws), name=f"relay-reader {self.url}")
         logger.debug("= %s open", self.url)
 
     async def close(self) -> None:
@@ -319,7 +330,7 @@ class RelayConnection:
 
         Cancel-safe: if cancelled, the socket is still torn down by the reader's cleanup.
         """
-        if self._state is ConnectionState.CLOSED and self._reader is None:
+        if self._state is ConnectionState.CLOSED and (self._ws is None or self._tasks.closed):
             return
         if self._state is ConnectionState.OPEN:
             self._state = ConnectionState.CLOSING
@@ -328,11 +339,7 @@ class RelayConnection:
             if self._ws is not None:
                 await self._ws.close()
         finally:
-            await self._stop_tasks()
-            if self._reader is not None:
-                self._reader.cancel()
-                await asyncio.gather(self._reader, return_exceptions=True)
-                self._reader = None
+            await self._tasks.close()
             self._mark_closed(self.close_reason or "closed by us")
 
     async def wait_closed(self) -> None:
@@ -352,13 +359,13 @@ class RelayConnection:
             timeout: seconds to wait for each OK; defaults to ``ok_timeout``.
         """
         wait = self._ok_timeout if timeout is None else timeout
-        outcome = await self._request_ok(PublishMessage(event), event.id, wait)
+        outcome = await self._request_ok(event, wait)
         if (
             outcome.status is PublishStatus.REJECTED
             and is_auth_required(outcome.message)
             and await self._authenticate(wait)
         ):
-            outcome = await self._request_ok(PublishMessage(event), event.id, wait)
+            outcome = await self._request_ok(event, wait)
         level = logging.DEBUG if outcome.accepted else logging.INFO
         if logger.isEnabledFor(level):
             logger.log(
@@ -378,12 +385,9 @@ class RelayConnection:
             RelayConnectionError: the connection is not open.
             ClientMessageError: a bad subscription id or no filter.
         """
-        message = ReqMessage(subscription_id, tuple(filters))
-        backlog = Backlog(message.filters)
-        subscription = _Subscription(message.filters, backlog)
-        self._subscriptions[subscription_id] = subscription
-        await self._send(message)
-        self._watch_answer(subscription_id, subscription)
+        self._check_open()
+        now = asyncio.get_running_loop().time()
+        await self._apply(self._session.subscribe(subscription_id, filters, now), strict=True)
 
     async def unsubscribe(self, subscription_id: str) -> None:
         """Send a CLOSE; events still in flight for it are dropped.
@@ -391,14 +395,17 @@ class RelayConnection:
         Raises:
             RelayConnectionError: the connection is not open.
         """
-        if self._subscriptions.pop(subscription_id, None) is not None:
-            await self._send(CloseMessage(subscription_id))
+        await self._apply(self._session.unsubscribe(subscription_id), strict=True)
 
     # --- internals: sending ---------------------------------------------------------------------
 
-    async def _send(self, message: ClientMessage) -> None:
+    def _check_open(self) -> None:
         if self._state is not ConnectionState.OPEN or self._ws is None:
             raise RelayConnectionError(f"{self.url}: connection is {self._state.value}")
+
+    async def _send(self, message: ClientMessage) -> None:
+        self._check_open()
+        assert self._ws is not None
         text = serialize_client_message(message)
         if logger.isEnabledFor(logging.DEBUG):
             logger.debug("> %s %s %d bytes", self.url, _describe(message), len(text))
@@ -407,26 +414,23 @@ class RelayConnection:
         except ConnectionClosed as exc:
             raise RelayConnectionError(f"{self.url}: {_describe_close(exc)}") from exc
 
-    async def _request_ok(
-        self, message: PublishMessage | AuthResponse, event_id: str, timeout: float
-    ) -> PublishOutcome:
-        pending = self._pending.get(event_id)
-        if pending is None:
-            pending = _PendingOk(asyncio.get_running_loop().create_future())
-            self._pending[event_id] = pending
-        pending.waiters += 1
+    async def _request_ok(self, event: Event, timeout: float) -> PublishOutcome:
+        future = self._pending.get(event.id)
+        if future is None:
+            future = asyncio.get_running_loop().create_future()
+            self._pending[event.id] = future
+        self._session.expect_ok(event.id)
         try:
-            await self._send(message)
-            answer = await asyncio.wait_for(asyncio.shield(pending.future), timeout)
+            await self._send(PublishMessage(event))
+            answer = await asyncio.wait_for(asyncio.shield(future), timeout)
         except RelayConnectionError as exc:
             return PublishOutcome(self.url, PublishStatus.NOT_CONNECTED, str(exc))
         except TimeoutError:
-            logger.info("- %s no OK for %s within %.1fs", self.url, event_id[:8], timeout)
+            logger.info("- %s no OK for %s within %.1fs", self.url, event.id[:8], timeout)
             return PublishOutcome(self.url, PublishStatus.TIMEOUT, f"no OK within {timeout:g}s")
         finally:
-            pending.waiters -= 1
-            if pending.waiters == 0 and self._pending.get(event_id) is pending:
-                del self._pending[event_id]
+            if self._session.release_ok(event.id) and self._pending.get(event.id) is future:
+                del self._pending[event.id]
         if answer is None:
             reason = self.close_reason or "connection closed"
             return PublishOutcome(self.url, PublishStatus.NOT_CONNECTED, reason)
@@ -434,73 +438,119 @@ class RelayConnection:
         return PublishOutcome(self.url, status, answer.message)
 
     async def _authenticate(self, timeout: float) -> bool:
-        """NIP-42: answer the latest challenge once; True when the relay accepted it."""
-        async with self._auth_lock:
-            try:
-                await asyncio.wait_for(self._challenge_seen.wait(), timeout)
-            except TimeoutError:
-                logger.warning("! %s asked for AUTH but sent no challenge", self.url)
-                return False
-            challenge = self._challenge
-            if challenge is None:  # woken because the connection closed
-                return False
-            if challenge == self._authed_challenge:
-                return True
-            event = build_auth_event(
-                self._keypair, self.url, challenge, created_at=int(self._clock())
-            )
-            outcome = await self._request_ok(AuthResponse(event), event.id, timeout)
-            if outcome.accepted:
-                self._authed_challenge = challenge
-                logger.info("= %s authenticated (NIP-42)", self.url)
-                return True
-            logger.warning(
-                "! %s AUTH %s: %s", self.url, outcome.status.value, outcome.message[:200]
-            )
+        """NIP-42 for a publish: the session's verdict (True: the relay accepted our AUTH).
+
+        The session runs one attempt at a time and ends each with ``AuthFinished`` (by its
+        deadlines at the latest: ``timeout`` for the challenge, then for the OK), which
+        resolves the one verdict future every waiter shares. Cancel-safe.
+        """
+        if self._state is not ConnectionState.OPEN:
+            return False
+        verdict = self._auth_verdict
+        if verdict is None or verdict.done():
+            verdict = asyncio.get_running_loop().create_future()
+            self._auth_verdict = verdict
+        now = asyncio.get_running_loop().time()
+        await self._apply(self._session.authenticate(now, timeout=timeout))
+        try:
+            # The session's deadlines end the attempt; this keeps this publish's own bound
+            # when it joined an attempt begun with a longer timeout (or the reader is stuck).
+            return await asyncio.wait_for(asyncio.shield(verdict), 2 * timeout)
+        except TimeoutError:
             return False
 
-    async def _resubscribe_after_auth(self, subscription_id: str, closed: ClosedMessage) -> None:
-        subscription = self._subscriptions.get(subscription_id)
-        if (
-            subscription is not None
-            and await self._authenticate(self._ok_timeout)
-            # Still ours and not replaced meanwhile: send the same REQ again.
-            and self._subscriptions.get(subscription_id) is subscription
-        ):
-            # If the connection ended meanwhile, the pool replays subscriptions on reconnect.
-            with contextlib.suppress(RelayConnectionError):
-                await self._send(ReqMessage(subscription_id, subscription.filters))
-            return
-        if subscription is not None and self._subscriptions.get(subscription_id) is subscription:
-            del self._subscriptions[subscription_id]
-            self._notify(self._on_closed, subscription_id, closed.message)
+    # --- internals: carrying out what the session says ------------------------------------------
 
-    def _spawn(self, coro: Any, name: str) -> None:
-        task: asyncio.Task[None] = asyncio.create_task(coro, name=name)
-        self._tasks.add(task)
-        task.add_done_callback(self._task_done)
+    async def _apply(self, outputs: list[SessionOutput], *, strict: bool = False) -> None:
+        """Carry out a session input's outputs, in order.
 
-    def _task_done(self, task: asyncio.Task[None]) -> None:
-        self._tasks.discard(task)
-        if not task.cancelled() and task.exception() is not None:
-            logger.error(
-                "! %s task %s crashed", self.url, task.get_name(), exc_info=task.exception()
+        Args:
+            strict: a failed send raises (the caller's own request); else it is dropped, as
+                the connection is ending and the pool replays subscriptions on reconnect.
+        """
+        effects = self._signed(outputs)
+        self._rearm()
+        for effect in effects:
+            match effect:
+                case SendMessage(message):
+                    try:
+                        await self._send(message)
+                    except RelayConnectionError:
+                        if strict:
+                            raise
+                case Log():
+                    level = _level(effect.level)
+                    if logger.isEnabledFor(level):
+                        template = "%s %s " + effect.template
+                        logger.log(level, template, effect.prefix, self.url, *effect.args)
+                case RelayEventReceived():
+                    self._notify(self._on_event, effect)
+                case EndOfStoredEvents(subscription_id):
+                    self._notify(self._on_eose, subscription_id)
+                case SubscriptionClosed(subscription_id, message):
+                    self._notify(self._on_closed, subscription_id, message)
+                case OkReceived(ok):
+                    future = self._pending.get(ok.event_id)
+                    if future is not None and not future.done():
+                        future.set_result(ok)
+                case AuthFinished(accepted):
+                    verdict, self._auth_verdict = self._auth_verdict, None
+                    if verdict is not None and not verdict.done():
+                        verdict.set_result(accepted)
+                case _:
+                    assert_never(effect)
+
+    def _signed(self, outputs: list[SessionOutput]) -> list[_Effect]:
+        """Answer every :class:`SignAuth` now, synchronously, so no other input comes between."""
+        effects: list[_Effect] = []
+        for output in outputs:
+            if isinstance(output, SignAuth):
+                event = build_auth_event(
+                    self._keypair, self.url, output.challenge, created_at=int(self._clock())
+                )
+                now = asyncio.get_running_loop().time()
+                effects += self._signed(self._session.auth_signed(event, now))
+            else:
+                effects.append(output)
+        return effects
+
+    def _rearm(self) -> None:
+        """The session's next deadline may have moved: move the reader's wait with it."""
+        timer = self._timer
+        if timer is not None and not timer.expired():
+            timer.reschedule(self._session.next_deadline())
+
+    def _notify(self, callback: Callable[..., None], *args: Any) -> None:
+        try:
+            callback(*args)
+        except Exception:
+            logger.exception(
+                "! %s callback %s failed", self.url, getattr(callback, "__name__", "?")
             )
-
-    async def _stop_tasks(self) -> None:
-        tasks = list(self._tasks)
-        for task in tasks:
-            task.cancel()
-        await asyncio.gather(*tasks, return_exceptions=True)
 
     # --- internals: receiving -------------------------------------------------------------------
 
-    async def _read_loop(self) -> None:
-        assert self._ws is not None
+    async def _read_loop(self, ws: ClientConnection) -> None:
+        """Feed the session every frame and every deadline, one input at a time.
+
+        ``recv()`` is cancel-safe (``websockets``: no message is lost), so waiting for a frame
+        under the session's deadline and ticking when it passes loses nothing.
+        """
+        loop = asyncio.get_running_loop()
         try:
-            async for frame in self._ws:
-                self._handle_frame(frame)
-            self.close_reason = self.close_reason or _close_text(self._ws)
+            while True:
+                try:
+                    async with asyncio.timeout_at(self._session.next_deadline()) as timer:
+                        self._timer = timer
+                        frame = await ws.recv()
+                except TimeoutError:
+                    await self._apply(self._session.tick(loop.time(), self._clock()))
+                    continue
+                finally:
+                    self._timer = None
+                await self._apply(self._session.receive(frame, loop.time(), self._clock()))
+        except ConnectionClosedOK:
+            self.close_reason = self.close_reason or _close_text(ws)
         except ConnectionClosed as exc:
             self.close_reason = _describe_close(exc)
         except Exception:
@@ -519,193 +569,13 @@ class RelayConnection:
             if was_open:
                 logger.info("= %s closed: %s", self.url, reason)
         for pending in self._pending.values():
-            if not pending.future.done():
-                pending.future.set_result(None)
+            if not pending.done():
+                pending.set_result(None)
         self._pending.clear()
-        self._challenge_seen.set()  # wake an AUTH waiting for a challenge; it will fail to send
+        verdict, self._auth_verdict = self._auth_verdict, None
+        if verdict is not None and not verdict.done():
+            verdict.set_result(False)  # an AUTH cannot finish on a closed connection
         self._closed.set()
-
-    def _handle_frame(self, frame: str | bytes) -> None:
-        try:
-            message = parse_relay_message(frame, max_size=self._max_message_size)
-        except RelayMessageError as exc:
-            logger.warning("! %s dropped frame: %s", self.url, exc)
-            return
-        match message:
-            case EventMessage():
-                self._handle_event(message)
-            case OkMessage():
-                pending = self._pending.get(message.event_id)
-                if pending is None:
-                    logger.debug("< %s OK for unknown %s", self.url, message.event_id[:8])
-                elif not pending.future.done():
-                    pending.future.set_result(message)
-            case EoseMessage():
-                subscription = self._subscriptions.get(message.subscription_id)
-                if subscription is not None and not subscription.eose:
-                    subscription.eose = True
-                    logger.debug("< %s EOSE %s", self.url, message.subscription_id)
-                    self._answer_ended(message.subscription_id, subscription)
-            case ClosedMessage():
-                self._handle_closed(message)
-            case AuthChallenge():
-                logger.debug("< %s AUTH challenge", self.url)
-                self._challenge = message.challenge
-                self._challenge_seen.set()
-            case NoticeMessage():
-                logger.info("< %s NOTICE %s", self.url, message.message[:_NOTICE_LOG_CHARS])
-            case CountMessage():
-                logger.debug("< %s COUNT %s ignored", self.url, message.subscription_id)
-
-    def _handle_event(self, message: EventMessage) -> None:
-        event = message.event
-        subscription = self._subscriptions.get(message.subscription_id)
-        if subscription is None:
-            # Normal right after a CLOSE: the relay may have had events in flight.
-            logger.debug("< %s EVENT %s for no open subscription", self.url, event.id[:8])
-            return
-        if not matches_any(subscription.filters, event):
-            logger.warning(
-                "! %s dropped event %s: does not match subscription %s",
-                self.url,
-                event.id[:8],
-                message.subscription_id,
-            )
-            return
-        try:
-            verified = check_event(event)
-        except InvalidEventError as exc:
-            logger.warning("! %s dropped event %s: %s", self.url, event.id[:8], exc)
-            return
-        self.last_event_at = self._clock()
-        if logger.isEnabledFor(logging.DEBUG):
-            logger.debug(
-                "< %s EVENT %s %s kind %d",
-                self.url,
-                message.subscription_id,
-                event.id[:8],
-                event.kind,
-            )
-        parent_id = subscription.parent or message.subscription_id
-        if subscription.parent is not None and not self._serves(subscription):
-            return  # a page of a subscription since closed or replaced
-        if subscription.backlog is not None:
-            subscription.backlog.hold(verified, stored=not subscription.eose)
-            return
-        self._notify(self._on_event, RelayEventReceived(self.url, parent_id, verified))
-
-    def _serves(self, page: _Subscription) -> bool:
-        """Whether a page's parent is still open and still gathering that backlog."""
-        parent = self._subscriptions.get(page.parent or "")
-        return parent is not None and page.backlog is not None and parent.backlog is page.backlog
-
-    def _answer_ended(
-        self, subscription_id: str, subscription: _Subscription, *, refused: bool = False
-    ) -> None:
-        """A REQ's stored answer ended: ask for the next page, or release the backlog.
-
-        See :mod:`bridge.nostr.backlog`. Pages go one at a time; their events are delivered
-        under the parent's id; ``on_eose`` tells the parent's backlog was released whole.
-        """
-        parent_id = subscription.parent or subscription_id
-        if subscription.parent is not None:
-            if not refused:
-                self._spawn(self._close_page(subscription_id), name=f"relay-page-close {self.url}")
-            if not self._serves(subscription):
-                return
-        parent = self._subscriptions[parent_id]
-        backlog = parent.backlog
-        if backlog is None:
-            return
-        self._largest_answer = max(self._largest_answer, backlog.answer_size)
-        filters = backlog.answer_ended(0 if refused else self._largest_answer, int(self._clock()))
-        for warning in backlog.take_warnings():
-            logger.warning("! %s %s: %s", self.url, parent_id, warning)
-        if filters is not None:
-            page_id = f"{parent_id[: MAX_SUBSCRIPTION_ID_LENGTH - 8]}~p{backlog.pages}"
-            logger.info(
-                "= %s %s: fetching stored events, page %d", self.url, parent_id, backlog.pages
-            )
-            page = _Subscription(filters, backlog, parent=parent_id)
-            self._subscriptions[page_id] = page
-            self._spawn(self._send_page(page_id, filters), name=f"relay-page {self.url}")
-            self._watch_answer(page_id, page)
-            return
-        parent.backlog = None
-        for event in backlog.release():
-            self._notify(self._on_event, RelayEventReceived(self.url, parent_id, event))
-        self._notify(self._on_eose, parent_id)
-
-    def _watch_answer(self, subscription_id: str, subscription: _Subscription) -> None:
-        """Bound the wait for a stored answer's EOSE (see :meth:`_answer_overdue`)."""
-        self._spawn(
-            self._answer_overdue(subscription_id, subscription),
-            name=f"relay-eose-deadline {self.url}",
-        )
-
-    async def _answer_overdue(self, subscription_id: str, subscription: _Subscription) -> None:
-        """A relay that never ends a stored answer must not leave the backlog held forever.
-
-        The events of a backlog are held until its last answer ends; without this deadline one
-        REQ the relay never answers would silence the subscription on that relay. Past it, the
-        answer counts as refused (its window is skipped, logged) and the backlog goes on.
-        """
-        await asyncio.sleep(self._eose_timeout)
-        if self._subscriptions.get(subscription_id) is not subscription or subscription.eose:
-            return
-        logger.warning(
-            "- %s %s: no EOSE after %g s; going on without the rest of that answer",
-            self.url,
-            subscription_id,
-            self._eose_timeout,
-        )
-        subscription.eose = True
-        if subscription.parent is not None:
-            await self._close_page(subscription_id)
-        self._answer_ended(subscription_id, subscription, refused=True)
-
-    async def _send_page(self, page_id: str, filters: tuple[Filter, ...]) -> None:
-        try:
-            await self._send(ReqMessage(page_id, filters))
-        except RelayConnectionError:
-            self._subscriptions.pop(page_id, None)
-
-    async def _close_page(self, page_id: str) -> None:
-        if self._subscriptions.pop(page_id, None) is not None:
-            with contextlib.suppress(RelayConnectionError):
-                await self._send(CloseMessage(page_id))
-
-    def _handle_closed(self, message: ClosedMessage) -> None:
-        subscription_id = message.subscription_id
-        subscription = self._subscriptions.get(subscription_id)
-        if subscription is None:
-            return
-        if is_auth_required(message.message) and not subscription.auth_retried:
-            subscription.auth_retried = True
-            logger.info("< %s CLOSED %s: auth-required, authenticating", self.url, subscription_id)
-            self._spawn(
-                self._resubscribe_after_auth(subscription_id, message),
-                name=f"relay-auth {self.url} {subscription_id}",
-            )
-            return
-        logger.warning(
-            "< %s CLOSED %s: %s", self.url, subscription_id, message.message[:_NOTICE_LOG_CHARS]
-        )
-        del self._subscriptions[subscription_id]
-        if subscription.parent is not None:
-            # A page refused: its window is skipped (logged above), the backlog goes on.
-            if not subscription.eose:
-                self._answer_ended(subscription_id, subscription, refused=True)
-            return
-        self._notify(self._on_closed, subscription_id, message.message)
-
-    def _notify(self, callback: Callable[..., None], *args: Any) -> None:
-        try:
-            callback(*args)
-        except Exception:
-            logger.exception(
-                "! %s callback %s failed", self.url, getattr(callback, "__name__", "?")
-            )
 
 
 def _close_text(ws: ClientConnection) -> str:

@@ -26,11 +26,18 @@ from typing import Any
 
 import nostr_sdk
 
+from bridge.engine.core import Engine
+from relaypolicy.embedded import EmbeddedPolicy
+from relaypolicy.pipeline import RelayPolicy
+from relaypolicy.registry import PubkeyRegistry
+
 __all__ = [
     "AdmitDecision",
     "EmbeddedRelay",
     "EmbeddedRelayError",
+    "EngineRegistry",
     "lan_address",
+    "private_relay",
     "shutdown_local_relay",
 ]
 
@@ -224,3 +231,44 @@ async def shutdown_local_relay(relay: Any, host: str, port: int) -> bool:
             break
     relay.shutdown()
     return stopped
+
+
+# --- the daemon's registry, as the relay policy asks it ----------------------------------------
+
+
+class EngineRegistry:
+    """relaypolicy's :class:`~relaypolicy.registry.PubkeyRegistry`, answered live by the engine.
+
+    Registered writers are the bridge itself and its paired phones; the bridge has a pairing
+    window while the engine holds one. Nothing is copied, so nothing can fall out of step. Until
+    the engine exists (the relay starts first) only the bridge is registered.
+    """
+
+    def __init__(self, bridge_pubkey: str, engine: Callable[[], Engine | None]) -> None:
+        self._bridge = bridge_pubkey
+        self._engine = engine
+
+    def is_registered(self, pubkey: str) -> bool:
+        engine = self._engine()
+        return pubkey == self._bridge or (engine is not None and engine.phone(pubkey) is not None)
+
+    def pairing_window_until(self, pubkey: str) -> int | None:
+        engine = self._engine()
+        if engine is None or pubkey != self._bridge:
+            return None
+        return engine.pairing_window_until()
+
+
+def private_relay(
+    host: str,
+    port: int,
+    *,
+    registry: PubkeyRegistry,
+    lmdb_dir: Path,
+    clock: Callable[[], float],
+) -> EmbeddedRelay:
+    """The embedded relay with the private relay's own write policy (relaypolicy): only the
+    registered writers may write, and the pairing window while one is open (rate-limited per
+    IP, like the deployed relay)."""
+    policy = EmbeddedPolicy(RelayPolicy(registry), clock=clock)
+    return EmbeddedRelay(host, port, admit=policy.admit, lmdb_dir=lmdb_dir)

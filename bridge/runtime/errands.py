@@ -1,10 +1,12 @@
-"""Slow work the engine asks for and hears back about: probes, downloads, file writes, GSD.
+"""Slow work the engine asks for and hears back about: probes, downloads, file writes, GSD,
+project folders, the model list.
 
-Each errand runs as its own task, owned here and cancelled at shutdown, so a slow relay of a
-Blossom server or a provider that never answers can never stall the engine loop. The answer
-goes back to the engine as an input (``ProviderProbed``, ``ImageReceived``, …) through `feed`.
-Failures become answers too (``valid=None``, ``ImageRefused``): nothing here raises into the
-daemon.
+Each errand runs as its own task in a :class:`~bridge.tasks.TaskSet` owned here and cancelled at
+shutdown, so a Blossom server or a provider that never answers can never stall the engine loop.
+The answer goes back to the engine as an input (``ProviderProbed``, ``ImageReceived``,
+``FolderCreated``, …) through `feed`. Expected failures become answers too (``valid=None``,
+``ImageRefused``, a ``FolderCreated`` with its error); a bug in an errand is logged with its
+traceback by the task set and costs only that errand's answer.
 """
 
 from __future__ import annotations
@@ -12,12 +14,14 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
-from collections.abc import Callable, Coroutine, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import assert_never
 
 from bridge.engine.effects import (
+    CreateFolder,
     FetchBlossomImage,
+    ListModels,
     ProbeAnthropicKey,
     ProbeProvider,
     ReadGsdState,
@@ -25,25 +29,40 @@ from bridge.engine.effects import (
 )
 from bridge.engine.inputs import (
     CredentialsProbed,
+    FolderCreated,
+    FoldersScanned,
     GsdStateRead,
     ImageReceived,
     ImageRefused,
     ImageSaved,
     Input,
+    ModelsListed,
     ProviderProbed,
 )
 from bridge.engine.providers import ProbeRequest
-from bridge.protocol import UploadImageBlossomCommand
+from bridge.protocol import ModelEntry, UploadImageBlossomCommand
 from bridge.runtime.blossom import BlossomError, Fetcher, fetch_blossom_image
 from bridge.runtime.gsd import gsd_state
 from bridge.runtime.images import ImageSaveError, save_image_async
 from bridge.runtime.probes import probe_anthropic_key, probe_provider
+from bridge.runtime.workspace import WorkspaceError, create_folder, scan_folders
+from bridge.tasks import TaskSet
 
 __all__ = ["Errand", "Errands"]
 
 logger = logging.getLogger(__name__)
 
-Errand = ProbeProvider | ProbeAnthropicKey | ReadGsdState | FetchBlossomImage | SaveImage
+Errand = (
+    ProbeProvider
+    | ProbeAnthropicKey
+    | ReadGsdState
+    | FetchBlossomImage
+    | SaveImage
+    | CreateFolder
+    | ListModels
+)
+ModelLister = Callable[[], Awaitable[list[ModelEntry]]]
+"""Asks the agents which models they offer (see ``bridge.runtime.agent_env``)."""
 DEFAULT_ANTHROPIC_URL = "https://api.anthropic.com"
 
 
@@ -53,6 +72,7 @@ class Errands:
     Args:
         feed: puts an input on the engine's queue.
         roots: the workspace roots (images are saved under the first one).
+        list_models: answers ``models-request``.
         fetch: the Blossom HTTP fetcher (injectable for tests; https by default).
         anthropic_url: where the key probe goes (``$ANTHROPIC_BASE_URL`` or Anthropic's API).
     """
@@ -62,44 +82,64 @@ class Errands:
         feed: Callable[[Input], None],
         roots: Sequence[Path],
         *,
+        list_models: ModelLister | None = None,
         fetch: Fetcher | None = None,
         anthropic_url: str | None = None,
     ) -> None:
         self._feed = feed
         self._roots = list(roots)
         self._fetch = fetch
+        self._list_models = list_models
         self._anthropic_url = (
             anthropic_url or os.environ.get("ANTHROPIC_BASE_URL") or DEFAULT_ANTHROPIC_URL
         )
-        self._tasks: set[asyncio.Task[None]] = set()
+        self._tasks = TaskSet("errands", logger=logger)
 
     def run(self, errand: Errand) -> None:
+        """Start `errand`; its answer reaches the engine as an input."""
         match errand:
             case ProbeProvider():
-                self._spawn(self._probe_provider(errand), "probe-provider")
+                self._tasks.spawn(self._probe_provider(errand), "probe-provider")
             case ProbeAnthropicKey():
-                self._spawn(self._probe_key(errand), "probe-key")
+                self._tasks.spawn(self._probe_key(errand), "probe-key")
             case ReadGsdState():
-                self._spawn(self._read_gsd(errand), "gsd")
+                self._tasks.spawn(self._read_gsd(errand), "gsd")
             case FetchBlossomImage():
-                self._spawn(self._fetch_image(errand), "blossom")
+                self._tasks.spawn(self._fetch_image(errand), "blossom")
             case SaveImage():
-                self._spawn(self._save_image(errand), "save-image")
+                self._tasks.spawn(self._save_image(errand), "save-image")
+            case CreateFolder():
+                self._tasks.spawn(self._create_folder(errand), "create-folder")
+            case ListModels():
+                self._tasks.spawn(self._models(), "list-models")
+            case _:
+                assert_never(errand)
 
     async def close(self) -> None:
-        for task in list(self._tasks):
-            task.cancel()
-        await asyncio.gather(*self._tasks, return_exceptions=True)
+        await self._tasks.close()
 
-    def _spawn(self, coro: Coroutine[Any, Any, None], name: str) -> None:
-        task = asyncio.create_task(coro, name=name)
-        self._tasks.add(task)
-        task.add_done_callback(self._done)
+    async def scan_folders(self) -> None:
+        """Report the project folders of the workspace roots (``FoldersScanned``)."""
+        folders = await asyncio.to_thread(scan_folders, self._roots)
+        self._feed(FoldersScanned(folders))
 
-    def _done(self, task: asyncio.Task[None]) -> None:
-        self._tasks.discard(task)
-        if not task.cancelled() and task.exception() is not None:
-            logger.error("! errand %s crashed", task.get_name(), exc_info=task.exception())
+    async def _create_folder(self, errand: CreateFolder) -> None:
+        try:
+            path = await asyncio.to_thread(create_folder, Path(errand.root), errand.path)
+        except WorkspaceError as exc:
+            self._feed(FolderCreated(errand.request_id, errand.path, str(exc)))
+            return
+        self._feed(FolderCreated(errand.request_id, path))
+        await self.scan_folders()
+
+    async def _models(self) -> None:
+        models: list[ModelEntry] = []
+        if self._list_models is not None:
+            try:
+                models = await self._list_models()
+            except Exception:  # the phone still gets an answer: "no live session answered"
+                logger.exception("! listing the models failed")
+        self._feed(ModelsListed(tuple(models)))
 
     async def _probe_provider(self, errand: ProbeProvider) -> None:
         request = ProbeRequest(base_url=errand.base_url, token=errand.token, model=errand.model)

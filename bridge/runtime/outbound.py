@@ -11,8 +11,15 @@
   a reply that went out while that relay was down would otherwise never reach it. Which relays
   hold it is recorded (``outbox.accepted_by``) when some did not;
   :meth:`Outbound.retry_outbox` re-sends the identical signed events to the relays still
-  missing them: to a relay when it opens (at boot too) or reconnects, and periodically to every
-  relay still missing one, until their NIP-40 expiry.
+  missing them: to a relay when it opens (at boot too) or reconnects
+  (:meth:`Outbound.on_relay_open`), and periodically to every relay still missing one, until
+  their NIP-40 expiry.
+- A sealed event may carry an ``on_sent`` callback, called once a relay took it (not when it
+  was queued): a ``sync-chunk``'s ack wait starts then.
+
+Tasks: the sender is one task, critical (its end stops the daemon); outbox bookkeeping and
+reconnect retries run in a :class:`~bridge.tasks.TaskSet` that :meth:`Outbound.close` lets
+finish rather than cancel.
 """
 
 from __future__ import annotations
@@ -23,7 +30,7 @@ import logging
 import os
 import time
 from collections.abc import Callable, Coroutine
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import orjson
@@ -35,6 +42,7 @@ from bridge.nostr.keys import Keypair
 from bridge.nostr.nip44 import ConversationKeyCache, encrypt
 from bridge.nostr.pool import PublishReport, RelayPool
 from bridge.protocol import BridgeToPhone
+from bridge.tasks import CriticalExit, TaskSet
 from store import bridge_state
 from store.db import BridgeDatabase
 from store.kv import kv_get, kv_set
@@ -57,6 +65,8 @@ class SealedEvent:
     message_type: str
     relays: tuple[str, ...] | None = None
     """Send only to these relays (a retry); None: to every relay."""
+    on_sent: Callable[[], None] | None = None
+    """Called once a relay took the event (see the module docstring)."""
 
 
 class Outbound:
@@ -70,6 +80,7 @@ class Outbound:
         db: BridgeDatabase,
         *,
         clock: Callable[[], float] = time.time,
+        on_critical_exit: CriticalExit | None = None,
     ) -> None:
         self._keypair = keypair
         self._keys = keys
@@ -80,9 +91,9 @@ class Outbound:
         self._clock_saved = 0
         self._queue: asyncio.Queue[SealedEvent] = asyncio.Queue(QUEUE_LIMIT)
         self._pool: RelayPool | None = None
-        self._task: asyncio.Task[None] | None = None
+        self._sender = TaskSet("outbound sender", logger=logger, on_critical_exit=on_critical_exit)
+        self._work = TaskSet("outbound", logger=logger)
         self._retrying: set[str | None] = set()
-        self._bookkeeping: set[asyncio.Task[None]] = set()
         self.published = 0
         self.failed = 0
 
@@ -131,25 +142,36 @@ class Outbound:
 
     def start(self, pool: RelayPool) -> None:
         self._pool = pool
-        self._task = asyncio.create_task(self._run(), name="outbound-sender")
+        self._sender.spawn(self._run(), "outbound-sender", critical=True)
 
     async def close(self, *, drain_timeout: float = 5.0) -> None:
         """Send what is queued (for at most `drain_timeout` s), then stop the sender."""
-        if self._task is None:
+        if self._pool is None or self._sender.closed:
             return
-        with contextlib.suppress(TimeoutError):
-            async with asyncio.timeout(drain_timeout):
-                await self._queue.join()
-        self._task.cancel()
-        with contextlib.suppress(asyncio.CancelledError):
-            await self._task
-        self._task = None
+        if len(self._sender):
+            with contextlib.suppress(TimeoutError):
+                async with asyncio.timeout(drain_timeout):
+                    await self._queue.join()
+        await self._sender.close()
         # Outbox bookkeeping already started finishes (a row deleted or updated); what is
         # left unknown stays in the outbox and is sent again at the next boot.
-        await asyncio.gather(*self._bookkeeping, return_exceptions=True)
+        await self._work.drain(timeout=drain_timeout)
+        await self._work.close()
 
-    def send(self, sealed: list[SealedEvent]) -> None:
-        """Queue events for the sender task (in order)."""
+    def on_relay_open(self, url: str) -> None:
+        """A relay (re)connected: re-send it the durable replies it does not hold yet."""
+        self._work.spawn(self._retry_after_open(url), f"outbox retry {url}")
+
+    async def _retry_after_open(self, url: str) -> None:
+        try:
+            await self.retry_outbox(url)
+        except Exception:
+            logger.exception("! retrying the outbox after %s reconnected failed", url)
+
+    def send(self, sealed: list[SealedEvent], *, on_sent: Callable[[], None] | None = None) -> None:
+        """Queue events for the sender task (in order); `on_sent` once the last one left."""
+        if on_sent is not None and sealed:
+            sealed = [*sealed[:-1], replace(sealed[-1], on_sent=on_sent)]
         for item in sealed:
             try:
                 self._queue.put_nowait(item)
@@ -179,8 +201,10 @@ class Outbound:
             everyone = frozenset(self._pool.urls)
             now = int(self._clock())
             await bridge_state.prune_outbox(self._db, now)
+            # outbox_rows keeps queued_at < queued_before, and "queued at least `older_than` s
+            # ago" is queued_at <= now - older_than: the bound is one past it.
             rows = await bridge_state.outbox_rows(
-                self._db, now, queued_before=now - older_than if older_than else None
+                self._db, now, queued_before=now - older_than + 1 if older_than else None
             )
             sent = 0
             for row in rows:
@@ -218,9 +242,8 @@ class Outbound:
             work = bridge_state.record_outbox_acceptance(
                 self._db, item.event.id, accepted, self._pool.urls
             )
-            task = asyncio.get_running_loop().create_task(self._book(work, item))
-            self._bookkeeping.add(task)
-            task.add_done_callback(self._bookkeeping.discard)
+            if self._work.spawn(self._book(work, item), f"outbox {item.event.id[:8]}") is None:
+                work.close()  # closing down: the row stays and is sent again at the next boot
 
         return settled
 
@@ -246,6 +269,8 @@ class Outbound:
                     self.published += 1
                     if logger.isEnabledFor(logging.DEBUG):
                         logger.debug("> %s %s", item.message_type, item.event.id[:8])
+                    if item.on_sent is not None:
+                        item.on_sent()
                 else:
                     self.failed += 1
                     logger.info(

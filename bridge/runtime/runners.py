@@ -12,14 +12,16 @@ import asyncio
 import contextlib
 import dataclasses
 import logging
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Coroutine, Sequence
 from pathlib import Path
+from typing import Any
 
-from bridge.agents.base import Emit, Runner, RunnerError, RunnerFactory, SessionSpec
+from bridge.agents.base import AgentEvent, Emit, Runner, RunnerError, RunnerFactory, SessionSpec
 from bridge.engine.effects import AnswerPermission, SessionRecord
 from bridge.engine.inputs import AgentEnded, AgentFailed, AgentOptionSet, AgentReady, Input
 from bridge.protocol import ModelEntry
 from bridge.runtime.workspace import WorkspaceError, resolve_session_cwd
+from bridge.tasks import TaskSet
 from store import bridge_state
 from store.db import BridgeDatabase
 
@@ -48,10 +50,9 @@ class RunnerManager:
         self._runners: dict[str, Runner] = {}
         self._ready: set[str] = set()
         self._locks: dict[str, asyncio.Lock] = {}
-        self._tasks: set[asyncio.Task[None]] = set()
+        self._tasks = TaskSet("runners", logger=logger)
         self._reconciled: set[str] = set()
         self._cwds: dict[str, Path] = {}
-        self._closed = False
 
     @property
     def running(self) -> int:
@@ -70,18 +71,8 @@ class RunnerManager:
     def _lock(self, session_id: str) -> asyncio.Lock:
         return self._locks.setdefault(session_id, asyncio.Lock())
 
-    def _spawn(self, coro: object, name: str) -> None:
-        if self._closed:
-            coro.close()  # type: ignore[attr-defined]
-            return
-        task: asyncio.Task[None] = asyncio.create_task(coro, name=name)  # type: ignore[arg-type]
-        self._tasks.add(task)
-        task.add_done_callback(self._done)
-
-    def _done(self, task: asyncio.Task[None]) -> None:
-        self._tasks.discard(task)
-        if not task.cancelled() and task.exception() is not None:
-            logger.error("! runner task %s crashed", task.get_name(), exc_info=task.exception())
+    def _spawn(self, coro: Coroutine[Any, Any, None], name: str) -> None:
+        self._tasks.spawn(coro, name)
 
     # --- effects ----------------------------------------------------------------------------------
 
@@ -105,10 +96,7 @@ class RunnerManager:
 
     async def close_all(self, timeout: float = 10.0) -> None:
         """Close every runner and wait (at most `timeout`) for the runner tasks to end."""
-        self._closed = True
-        for task in list(self._tasks):
-            task.cancel()
-        await asyncio.gather(*self._tasks, return_exceptions=True)
+        await self._tasks.close()
         runners = list(self._runners.items())
         self._runners.clear()
         self._ready.clear()
@@ -126,7 +114,7 @@ class RunnerManager:
     # --- work -------------------------------------------------------------------------------------
 
     def _emit_for(self, session_id: str) -> Emit:
-        def emit(event: object) -> None:
+        def emit(event: AgentEvent) -> None:
             if isinstance(event, AgentReady):
                 self._ready.add(session_id)
                 if event.cwd is None and session_id in self._cwds:
@@ -135,7 +123,7 @@ class RunnerManager:
                     event = dataclasses.replace(event, cwd=str(self._cwds[session_id]))
             elif isinstance(event, AgentFailed | AgentEnded):
                 self._ready.discard(session_id)
-            self._feed(event)  # type: ignore[arg-type]
+            self._feed(event)
 
         return emit
 
@@ -171,9 +159,11 @@ class RunnerManager:
                 sdk_session_id=record.sdk_session_id,
                 env=env,
             )
-            runner = self._factory(session_id, self._emit_for(session_id))
-            self._runners[session_id] = runner
             try:
+                # The factory too: a runner that cannot even be built must fail the session,
+                # or it stays pending (or, resumed, takes inputs it never delivers) for good.
+                runner = self._factory(session_id, self._emit_for(session_id))
+                self._runners[session_id] = runner
                 await runner.start(spec, resume=resume)
             except Exception as exc:
                 self._runners.pop(session_id, None)
@@ -209,10 +199,7 @@ class RunnerManager:
                 await bridge_state.remove_inbox(
                     self._db, [r.uid for r in sent if r.uid in received]
                 )
-                for row in lost:
-                    await self._db.execute(
-                        "UPDATE inbox SET state = 'pending' WHERE uid = ?", (row.uid,)
-                    )
+                await bridge_state.mark_inbox_pending(self._db, [row.uid for row in lost])
             if lost:
                 logger.info(
                     "re-sending %d input(s) the agent of %s never received",

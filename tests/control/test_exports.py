@@ -6,7 +6,7 @@ import importlib
 
 import bridge.control
 
-MODULES = ["client", "commands", "connection", "framing", "methods", "render", "rpc", "server"]
+MODULES = ["cli_commands", "client", "connection", "framing", "methods", "render", "rpc", "server"]
 
 
 def test_package_exports_the_union_of_module_exports() -> None:

@@ -3,10 +3,9 @@
 from __future__ import annotations
 
 import sqlite3
+import time
 from pathlib import Path
 from typing import Any
-
-import pytest
 
 from bridge.protocol import (
     CreateSessionCommand,
@@ -19,7 +18,6 @@ from bridge.protocol import (
 from tests.support.daemon import DaemonProcess
 from tests.support.phone import PhoneSimulator
 
-pytestmark = [pytest.mark.e2e, pytest.mark.integration]
 WAIT = 60.0
 
 
@@ -201,11 +199,34 @@ async def test_ask_user_question_with_two_questions(
     assert any('"Colour?"="Blue"' in t and '"Size?"="L"' in t for t in texts), texts
 
 
+SLOW_REPLY = 30  # seconds before the mock's "too late": an interrupt must end the turn far sooner
+DENIALS = ("Interrupted by the user", "doesn't want to proceed")  # the bridge's, Claude Code's
+
+
+def _last_seq(phone: PhoneSimulator, session: str) -> int:
+    return max(phone.transcript(session), default=0)
+
+
+def _turn(phone: PhoneSimulator, session: str, after_seq: int, end: Any) -> list[Any]:
+    """The phone's transcript entries of one turn: after `after_seq`, up to its `stream_end`."""
+    last = end.message.seq
+    return [e for seq, e in sorted(phone.transcript(session).items()) if after_seq < seq <= last]
+
+
+def _interrupted(entry: Any) -> bool:
+    """Claude Code's own end of an interrupted turn (``terminal_reason: aborted_*``)."""
+    return entry.entryType == "system" and (entry.metadata or {}).get("subtype") == "interrupted"
+
+
 async def test_interrupt_during_a_turn_and_a_pending_card(
     claude_daemon: DaemonProcess, phone: PhoneSimulator
 ) -> None:
+    # An ignored interrupt would still see a stream_end, once the slow reply is done: the turn
+    # must end long before that, as an interrupted turn, and without the reply.
     session = await start_session(phone)
-    mark = await say(phone, session, "[[slow: 30]] [[reply: too late]]")
+    before = _last_seq(phone, session)
+    started = time.monotonic()
+    mark = await say(phone, session, f"[[slow: {SLOW_REPLY}]] [[reply: too late]]")
     await phone.wait_for(
         "sessions",
         lambda m: any(s.state == "running" for s in m.sessions),
@@ -213,21 +234,48 @@ async def test_interrupt_during_a_turn_and_a_pending_card(
         timeout=WAIT,
     )
     await phone.send(InterruptCommand(sessionId=session))
-    await phone.wait_for("output", stream_end, after=mark, timeout=WAIT)
+    end = await phone.wait_for("output", stream_end, after=mark, timeout=WAIT)
+    took = time.monotonic() - started
+    assert took < SLOW_REPLY / 2, f"the turn took {took:.1f} s: the interrupt did not stop it"
+    turn = _turn(phone, session, before, end)
+    assert [e.content for e in turn if _interrupted(e)] == ["Interrupted"]
+    assert "too late" not in [e.content for e in turn]
 
-    mark = await say(phone, session, "[[bash: sudo true]]")
-    await phone.wait_for(
-        "output",
-        lambda m: (m.entry.metadata or {}).get("special") == "permission_request",
-        after=mark,
-        timeout=WAIT,
-    )
+    # An ignored interrupt with a card pending: the engine still denies the card, and Claude
+    # Code would go on to answer the denial ("the tool answered") instead of stopping.
+    before = _last_seq(phone, session)
+    mark = await say(phone, session, "[[bash: sudo true]] [[after: the tool answered]]")
+    found = await card(phone, mark)
+    tool_use_id = found.message.entry.metadata["tool_use_id"]
     await phone.send(InterruptCommand(sessionId=session))
-    await phone.wait_for("output", stream_end, after=mark, timeout=WAIT)
+    end = await phone.wait_for("output", stream_end, after=mark, timeout=WAIT)
+    turn = _turn(phone, session, before, end)
+    results = [
+        e
+        for e in turn
+        if e.entryType == "tool_result" and (e.metadata or {}).get("tool_use_id") == tool_use_id
+    ]
+    assert len(results) == 1, turn
+    # `sudo true` never ran: its one result is the denial, not the command's output.
+    assert results[0].metadata.get("is_error") is True
+    assert any(denial in results[0].content for denial in DENIALS), results[0].content
+    assert [e.content for e in turn if _interrupted(e)] == ["Interrupted"]
+    assert "the tool answered" not in [e.content for e in turn]
+    with sqlite3.connect(claude_daemon.home / "bridge.db") as conn:
+        outcomes = [
+            r[0]
+            for r in conn.execute(
+                "SELECT outcome FROM decisions WHERE session_id = ? AND tool = 'Bash' ORDER BY id",
+                (session,),
+            )
+        ]
+    assert outcomes[-1:] == ["interrupted"], outcomes  # the card's decision
+
     mark = await say(phone, session, "[[reply: still alive]]")
     await phone.wait_for(
         "output", lambda m: m.entry.content == "still alive", after=mark, timeout=WAIT
     )
+    assert "too late" not in [e.content for e in entries(phone, session)]  # type: ignore[attr-defined]
 
 
 async def test_mode_effort_model_and_models_list(
@@ -394,3 +442,33 @@ async def test_a_floor_gets_a_card_even_for_a_call_claude_code_would_allow(
     assert "outside_workspace" in found.message.entry.metadata["reasons"]
     await answer(phone, session, found, False)
     await phone.wait_for("output", stream_end, after=mark, timeout=WAIT)
+
+
+async def test_accept_edits_writes_in_the_workspace_but_asks_for_a_command(
+    claude_daemon: DaemonProcess, phone: PhoneSimulator
+) -> None:
+    # acceptEdits auto-allows file edits inside the workspace, not commands: a benign `touch`
+    # (which Claude Code itself would run without asking in acceptEdits) is a card.
+    session = await start_session(phone, mode="acceptEdits")
+    cwd = Path(next(s for s in phone.sessions.values() if s.info.id == session).info.cwd)
+    mark = await say(phone, session, f"[[write: {cwd / 'edited.txt'} | edited]]")
+    await phone.wait_for("output", stream_end, after=mark, timeout=WAIT)
+    assert (cwd / "edited.txt").read_text() == "edited"
+    assert not any(
+        (e.metadata or {}).get("special") == "permission_request"  # type: ignore[attr-defined]
+        for e in entries(phone, session)
+    )
+
+    mark = await say(phone, session, "[[bash: touch touched.txt]]")
+    found = await card(phone, mark)
+    metadata = found.message.entry.metadata
+    assert (metadata["tool_name"], metadata["reasons"]) == ("Bash", [])  # the mode asks, no floor
+    assert not (cwd / "touched.txt").exists()
+    await answer(phone, session, found, False)
+    await phone.wait_for("output", stream_end, after=mark, timeout=WAIT)
+    assert not (cwd / "touched.txt").exists()
+    with sqlite3.connect(claude_daemon.home / "bridge.db") as conn:
+        rows = conn.execute(
+            "SELECT outcome, reasons FROM decisions WHERE tool = 'Bash' ORDER BY rowid"
+        ).fetchall()
+    assert rows == [("card", "[]"), ("phone_deny", "[]")]

@@ -140,7 +140,7 @@ def tick(engine: Engine, now: float) -> list[Effect]:
 def set_mode(engine: Engine, session: str, mode: str, now: float = NOW) -> None:
     """The runner confirms a mode change (what follows a ``mode`` command)."""
     engine.handle(AgentOptionSet(session, "mode", mode, mode), now)
-    record = engine.registry.get(session)
+    record = engine.session(session)
     assert record is not None and record.permission_mode == mode
 
 
@@ -252,7 +252,7 @@ def test_two_questions_become_two_cards_committed_then_published() -> None:
         "AskUserQuestion",
         "card",
     )
-    assert engine.registry.get(session).seq_high == 2  # type: ignore[union-attr]
+    assert engine.session(session).seq_high == 2  # type: ignore[union-attr]
 
 
 def test_key_then_question_input_answer_the_group_in_order() -> None:
@@ -340,7 +340,7 @@ def test_a_question_is_not_answered_by_a_key_of_another_context(context: str | N
     request(engine, session, "tu-ask", "AskUserQuestion", ASK_INPUT)
     effects = send(engine, keypress(session, "1", context), NOW + 1)
     assert only_processed(effects)
-    assert engine.broker.question_open(session) is not None
+    assert engine.sessions.get(session).cards.question_open() is not None
 
 
 def test_question_input_without_an_open_question_is_a_plain_input() -> None:
@@ -359,7 +359,7 @@ def test_questions_with_the_same_text_still_resolve() -> None:
     effects = send(engine, keypress(session, "1", "question"), NOW + 1)
     effects += send(engine, keypress(session, "2", "question"), NOW + 2)
     assert [(a.request_id, a.allow) for a in answers(effects)] == [("tu-ask", True)]
-    assert engine.broker.question_open(session) is None
+    assert engine.sessions.get(session).cards.question_open() is None
     # Typed text is a prompt for the agent again, not swallowed by a dead question.
     prompt = send(engine, InputCommand(sessionId=session, text="next"), NOW + 3)
     assert SendToRunner(session) in prompt
@@ -498,22 +498,30 @@ def test_other_keys_leave_the_plan_card_open(key: str, context: str | None) -> N
     engine, session = session_in("plan")
     exit_plan(engine, session)
     assert only_processed(send(engine, keypress(session, key, context), NOW + 1))
-    assert [c.kind for c in engine.broker.pending(session)] == ["plan"]
+    assert [c.kind for c in engine.pending_cards(session)] == ["plan"]
 
 
 # --- the risk gate -------------------------------------------------------------------------
 
 
+BENIGN_COMMANDS = [
+    ("Bash", {"command": "npm test"}),
+    ("Bash", {"command": "git status && git diff --stat", "description": "look"}),
+]
+BENIGN_FILE_CALLS = [
+    ("Write", {"file_path": f"{ROOT}/notes.md", "content": "hi"}),
+    ("Read", {"file_path": f"{ROOT}/README.md"}),
+]
+
+
 @pytest.mark.parametrize(
-    ("tool", "tool_input"),
+    ("mode", "tool", "tool_input"),
     [
-        ("Bash", {"command": "npm test"}),
-        ("Bash", {"command": "git status && git diff --stat", "description": "look"}),
-        ("Write", {"file_path": f"{ROOT}/notes.md", "content": "hi"}),
-        ("Read", {"file_path": f"{ROOT}/README.md"}),
+        *(("default", tool, tool_input) for tool, tool_input in BENIGN_COMMANDS),
+        *(("default", tool, tool_input) for tool, tool_input in BENIGN_FILE_CALLS),
+        *(("acceptEdits", tool, tool_input) for tool, tool_input in BENIGN_FILE_CALLS),
     ],
 )
-@pytest.mark.parametrize("mode", ["default", "acceptEdits"])
 def test_benign_calls_are_auto_allowed_without_a_card(
     mode: str, tool: str, tool_input: dict[str, Any]
 ) -> None:
@@ -521,11 +529,24 @@ def test_benign_calls_are_auto_allowed_without_a_card(
     effects = request(engine, session, "tu-1", tool, tool_input)
     assert [type(e) for e in effects] == [Commit, AnswerPermission]
     assert answers(effects) == [AnswerPermission(session, "tu-1", True)]
-    assert cards(effects) == [] and engine.broker.pending(session) == []
+    assert cards(effects) == [] and engine.pending_cards(session) == []
     [decision] = decisions(effects)
     assert (decision.session_id, decision.tool, decision.outcome) == (session, tool, "allow")
     assert decision.reasons == ()
     assert decision.detail and mode in decision.detail  # "why": the mode allowed it
+
+
+@pytest.mark.parametrize(("tool", "tool_input"), BENIGN_COMMANDS)
+def test_accept_edits_asks_the_phone_for_commands(tool: str, tool_input: dict[str, Any]) -> None:
+    """acceptEdits auto-allows reads and workspace edits only; a command gets a card."""
+    engine, session = session_in("acceptEdits")
+    effects = request(engine, session, "tu-1", tool, tool_input)
+    assert answers(effects) == []
+    [card_entry] = cards(effects)
+    assert card_entry.metadata["tool_name"] == tool and card_entry.metadata["reasons"] == []
+    assert [c.request_id for c in engine.pending_cards(session)] == ["tu-1"]
+    [decision] = decisions(effects)
+    assert (decision.tool, decision.outcome, decision.reasons) == (tool, "card", ())
 
 
 BLOCKED = [
@@ -543,7 +564,7 @@ def test_deny_listed_commands_are_blocked_with_the_reason(
     engine, session = session_in(mode)
     effects = request(engine, session, "tu-1", "Bash", {"command": command})
     assert [type(e) for e in effects] == [Commit, AnswerPermission]
-    assert cards(effects) == [] and engine.broker.pending(session) == []
+    assert cards(effects) == [] and engine.pending_cards(session) == []
     [answer] = answers(effects)
     assert (answer.request_id, answer.allow, answer.always) == ("tu-1", False, False)
     assert label in answer.message  # the agent reads why in its tool result
@@ -590,9 +611,33 @@ def test_floors_always_make_a_card(
     }
     [decision] = decisions(effects)
     assert (decision.tool, decision.outcome, decision.reasons) == (tool, "card", tuple(reasons))
-    assert [(c.request_id, c.kind) for c in engine.broker.pending(session)] == [
+    assert [(c.request_id, c.kind) for c in engine.pending_cards(session)] == [
         ("tu-1", "permission")
     ]
+
+
+@pytest.mark.parametrize("mode", ["default", "acceptEdits", "plan"])
+def test_a_gate_that_raises_makes_a_card_never_an_allow(
+    mode: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def broken_gate(*_args: Any, **_kwargs: Any) -> None:
+        raise RecursionError("maximum recursion depth exceeded: " + "secret-looking input")
+
+    monkeypatch.setattr("bridge.engine.broker.evaluate", broken_gate)
+    engine, session = session_in(mode)
+    effects = request(engine, session, "tu-1", "Bash", {"command": "npm test"})
+    assert answers(effects) == []  # fails closed: the phone decides
+    [entry] = cards(effects)
+    metadata = entry.metadata or {}
+    assert metadata["reason_text"] == "the gate could not judge this call (RecursionError)"
+    assert metadata["reasons"] == []
+    [decision] = decisions(effects)
+    assert (decision.outcome, decision.detail) == (
+        "card",
+        "the gate could not judge this call (RecursionError)",
+    )
+    assert "secret" not in repr(effects)
+    assert [c.request_id for c in engine.pending_cards(session)] == ["tu-1"]
 
 
 def test_card_carries_the_description_and_the_subagent() -> None:
@@ -655,7 +700,7 @@ def test_permission_res_answers_the_card(
         assert answer.message == DENY_TEXT
     [decision] = decisions(effects)
     assert (decision.session_id, decision.tool, decision.outcome) == (session, "Bash", outcome)
-    assert engine.broker.pending(session) == []
+    assert engine.pending_cards(session) == []
     # Answered once: a repeat of the answer finds no card.
     again = send(engine, res, NOW + 2)
     assert only_processed(again) and answers(again) == []
@@ -678,7 +723,7 @@ def test_permission_res_for_no_such_card_only_marks_processed(
     )
     assert only_processed(effects)
     assert answers(effects) == [] and decisions(effects) == []
-    assert sorted(c.request_id for c in engine.broker.pending(session)) == ["tu-1", "tu-exit"]
+    assert sorted(c.request_id for c in engine.pending_cards(session)) == ["tu-1", "tu-exit"]
 
 
 def test_the_same_call_three_times_in_a_row_is_flagged_loop_detected() -> None:
@@ -775,9 +820,9 @@ def test_interrupt_denies_every_card_of_that_session_only() -> None:
     assert sorted(d.tool for d in decisions(effects)) == ["AskUserQuestion", "Bash", "ExitPlanMode"]
     assert {d.outcome for d in decisions(effects)} == {"interrupted"}
     assert effects[-1] == InterruptRunner(session)  # the turn is still stopped
-    assert engine.broker.pending(session) == []
+    assert engine.pending_cards(session) == []
     # The other session's card is untouched and still answerable.
-    assert [c.request_id for c in engine.broker.pending(other)] == ["tu-other"]
+    assert [c.request_id for c in engine.pending_cards(other)] == ["tu-other"]
     res = PermissionResCommand(sessionId=other, requestId="tu-other", allow=True)
     assert answers(send(engine, res, NOW + 2)) == [AnswerPermission(other, "tu-other", True)]
     # An input after the interrupt is a prompt again, not an answer to a dead question.
@@ -812,7 +857,7 @@ def test_the_end_of_a_runner_drops_its_cards(how: str) -> None:
     check_order(effects)
     # The runner is gone (it denied its own calls): nothing to answer, nothing left to show.
     assert answers(effects) == [] and cards(effects) == []
-    assert engine.broker.pending(session) == []
+    assert engine.pending_cards(session) == []
     assert not card_still_answerable(engine, session, NOW + 2)
     assert only_processed(send(engine, keypress(session, "1", "plan-approval"), NOW + 3))
     assert answers(tick(engine, NOW + CARD_TIMEOUT_SECONDS + 1)) == [
@@ -828,17 +873,17 @@ def test_a_card_left_unanswered_for_an_hour_is_denied_by_tick() -> None:
     request(engine, session, "tu-perm", "Bash", {"command": "sudo apt install x"}, start)
     deadline = start + CARD_TIMEOUT_SECONDS
     assert CARD_TIMEOUT_SECONDS == 3600.0
-    assert engine.broker.next_deadline() == deadline
+    assert engine.cards.next_deadline() == deadline
     early = tick(engine, deadline - 0.1)
     assert answers(early) == [] and decisions(early) == []
-    assert [c.request_id for c in engine.broker.pending(session)] == ["tu-perm"]
+    assert [c.request_id for c in engine.pending_cards(session)] == ["tu-perm"]
     effects = tick(engine, deadline)
     [answer] = answers(effects)
     assert (answer.session_id, answer.request_id, answer.allow) == (session, "tu-perm", False)
     assert answer.message
     [decision] = decisions(effects)
     assert (decision.session_id, decision.tool, decision.outcome) == (session, "Bash", "timeout")
-    assert engine.broker.pending(session) == [] and engine.broker.next_deadline() is None
+    assert engine.pending_cards(session) == [] and engine.cards.next_deadline() is None
     assert answers(tick(engine, deadline + 60)) == []  # denied once
     assert not card_still_answerable(engine, session, deadline + 61)
 
@@ -883,4 +928,4 @@ def test_card_entries_interleave_with_other_lines_on_consecutive_seqs() -> None:
     seqs += [op.seq for op in appended(send(engine, InputCommand(sessionId=session, text="a")))]
     seqs += [op.seq for op in appended(send(engine, keypress(session, "1", "question")))]
     assert seqs == [1, 2, 3, 4, 5, 6]
-    assert engine.registry.get(session).seq_high == 6  # type: ignore[union-attr]
+    assert engine.session(session).seq_high == 6  # type: ignore[union-attr]

@@ -146,7 +146,7 @@ def test_command_from_an_unpaired_author_is_dropped_without_state() -> None:
     engine = make_engine()
     effects = engine.handle(command_event(RefreshSessionsCommand(), author=STRANGER), NOW)
     assert [type(e) for e in effects] == [Dropped]
-    assert not engine.ingest.seen(effects[0].event_id or "")
+    assert not engine.admission.ingest.seen(effects[0].event_id or "")
 
 
 def test_duplicate_is_a_no_op() -> None:
@@ -204,7 +204,7 @@ def test_a_fragment_is_not_recorded_until_its_group_completes() -> None:
     first, second = fragment_events(InputCommand(sessionId=session, text="x" * 300, inputId="i1"))
     held = engine.handle(first, NOW)
     assert [type(e) for e in held] == [Dropped]
-    assert not engine.ingest.seen(first.event.id)
+    assert not engine.admission.ingest.seen(first.event.id)
     done = engine.handle(second, NOW + 1)
     marked = {
         op.event_id
@@ -214,7 +214,9 @@ def test_a_fragment_is_not_recorded_until_its_group_completes() -> None:
         if isinstance(op, MarkProcessed)
     }
     assert marked == {first.event.id, second.event.id}
-    assert engine.ingest.seen(first.event.id) and engine.ingest.seen(second.event.id)
+    assert engine.admission.ingest.seen(first.event.id) and engine.admission.ingest.seen(
+        second.event.id
+    )
     assert ("input-ack", (PHONE.public_hex,)) in published(done)
 
 
@@ -338,12 +340,12 @@ def test_cursor_never_runs_ahead_of_the_clock() -> None:
         if isinstance(op, AdvanceCursor)
     ]
     assert cursor == [AdvanceCursor(int(NOW))]
-    assert engine.ingest.since(NOW) == int(NOW) - MAX_COMMAND_AGE_SECONDS
+    assert engine.admission.ingest.since(NOW) == int(NOW) - MAX_COMMAND_AGE_SECONDS
 
 
 def test_since_reaches_back_to_the_cursor_after_a_long_outage() -> None:
     engine = make_engine(last_seen=int(NOW) - 3000)
-    assert engine.ingest.since(NOW) == int(NOW) - 3005
+    assert engine.admission.ingest.since(NOW) == int(NOW) - 3005
     assert engine.command_filters(NOW)[0].since == int(NOW) - 3005
 
 
@@ -375,7 +377,7 @@ def test_pairing_success_order() -> None:
     )
     assert ack.message.relays == ["ws://127.0.0.1:7777"] and ack.message.host == "cli"
     assert effects[2].message.type == "sessions"  # type: ignore[union-attr]
-    assert engine.window is None and STRANGER.public_hex in engine.phones
+    assert engine.pairing.window is None and STRANGER.public_hex in engine.phones
     assert effects[3] == Notify("paired", {"npub": STRANGER.npub, "label": "Pixel"})
 
 
@@ -456,7 +458,7 @@ def test_create_session_failure_before_ready() -> None:
     )
     assert published(failed) == [("session-failed", (PHONE.public_hex,))]
     assert commit_ops(failed) == [DeleteSession]
-    assert engine.registry.get(session_id) is None and engine.registry.tombstones == []
+    assert engine.session(session_id) is None and engine.sessions.tombstones == []
 
 
 def test_provider_bound_session_is_refused_until_profiles_exist() -> None:
@@ -495,7 +497,7 @@ def test_input_flow_order() -> None:
     assert [p.message.type for p in commit.outbox] == ["input-ack"]
     output = effects[1].message  # type: ignore[union-attr]
     assert output.type == "output" and output.seq == 1
-    assert engine.registry.get(session).title == "fix the tests"  # type: ignore[union-attr]
+    assert engine.session(session).title == "fix the tests"  # type: ignore[union-attr]
 
 
 def test_input_without_id_gets_no_ack_and_seqs_grow() -> None:
@@ -677,7 +679,7 @@ def test_boot_resumes_listed_and_restarts_pending_sessions() -> None:
     engine = make_engine(sessions=[listed, pending])
     starts = [e for e in engine.boot(NOW) if isinstance(e, StartRunner)]
     assert {(s.record.session_id, s.resume) for s in starts} == {("s-1", True), ("s-2", False)}
-    assert engine.registry.get("s-1").state == "idle"  # type: ignore[union-attr]
+    assert engine.session("s-1").state == "idle"  # type: ignore[union-attr]
 
 
 def test_shutdown_publishes_everything_offline() -> None:

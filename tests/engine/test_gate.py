@@ -195,6 +195,35 @@ EDGE_CASES = [
         "ask",
         ["inline_code", "outside_workspace"],
     ),
+    # sudo(8) takes VAR=value before the command: it runs rm.
+    ("sudo X=1 rm -rf /", "block", ["deny_list:rm_rf", "privileged"]),
+    ("sudo -u bob A=1 B=2 make", "ask", ["privileged"]),
+    ("sudo LD_PRELOAD=/tmp/x.so ls", "ask", ["privileged", "inline_code"]),
+    # Single quotes do not quote inside "${…}", $(( )), (( )) or a heredoc: bash runs these
+    # (checked with bash 5.2: a `touch` in place of the rm left its file).
+    ("echo \"${y:-'$(rm -rf ~)'}\"", "block", ["deny_list:rm_rf", "command_substitution"]),
+    ("echo \"${y:-'`id`'}\"", "ask", ["command_substitution"]),
+    ("echo $(( '$(rm -rf ~)' ))", "block", ["deny_list:rm_rf", "command_substitution"]),
+    ("cat <<EOF\n${y:-'$(rm -rf ~)'}\nEOF", "block", ["deny_list:rm_rf", "command_substitution"]),
+    ("(( '$(rm -rf ~)' ))", "ask", ["unparsable_command"]),
+    ("for ((i='$(id)';;)); do :; done", "ask", ["unparsable_command"]),
+    ("echo ${y:-'$(rm -rf ~)'}", "allow", []),  # unquoted: the single quotes quote
+    ("echo \"${x#'$(id)'}\"", "ask", ["command_substitution"]),  # bash quotes here: a card
+    ('echo "${x:-it\'s}"', "allow", []),
+    ("(( a['k'] ))", "allow", []),
+    ("echo $(( a['k'] + 1 ))", "allow", []),
+    # <(…) runs in an unquoted ${…}, not in a quoted one nor in arithmetic (bash 5.2).
+    ("echo ${y:-<(rm -rf ~)}", "block", ["deny_list:rm_rf", "command_substitution"]),
+    ('echo "${y:-<(rm -rf ~)}"', "allow", []),
+    ("echo $(( <(rm -rf ~) ))", "allow", []),
+    ("echo ${<(}", "ask", ["unparsable_command"]),
+    # A ~user prefix ends at a quote or an expansion: bash runs the substitution.
+    ("echo ~`rm -rf ~`", "block", ["deny_list:rm_rf", "command_substitution"]),
+    ("echo ~$(rm -rf ~)", "block", ["deny_list:rm_rf", "command_substitution"]),
+    ('echo ~"$(rm -rf ~)"', "block", ["deny_list:rm_rf", "command_substitution"]),
+    ("echo {a,~`rm -rf ~`}", "block", ["deny_list:rm_rf", "command_substitution"]),
+    ("echo \\`rm -rf ~`", "ask", ["unparsable_command"]),  # the second backquote is open
+    ('rm -rf ~""', "ask", ["outside_workspace"]),  # bash removes "./~": not the home, unknown
 ]
 
 
@@ -210,7 +239,8 @@ def test_edge_case(command: str, outcome: str, reasons: list[str]) -> None:
 
 MODE_TABLE = [
     # (tool, input, {mode: outcome})
-    ("Bash", {"command": "npm test"}, {"default": "allow", "acceptEdits": "allow", "plan": "ask"}),
+    ("Bash", {"command": "npm test"}, {"default": "allow", "acceptEdits": "ask", "plan": "ask"}),
+    ("Bash", {"command": "touch x"}, {"default": "allow", "acceptEdits": "ask", "plan": "ask"}),
     (
         "Bash",
         {"command": "rm -rf /"},
@@ -223,6 +253,16 @@ MODE_TABLE = [
         {"default": "allow", "acceptEdits": "allow", "plan": "ask"},
     ),
     (
+        "Edit",
+        {"file_path": f"{HOME}/elsewhere/a.txt", "old_string": "a", "new_string": "b"},
+        {"default": "ask", "acceptEdits": "ask", "plan": "ask"},  # the outside_workspace floor
+    ),
+    (
+        "NotebookEdit",
+        {"notebook_path": f"{CWD}/nb.ipynb", "new_source": "1"},
+        {"default": "allow", "acceptEdits": "allow", "plan": "ask"},
+    ),
+    (
         "Read",
         {"file_path": f"{CWD}/a.txt"},
         {"default": "allow", "acceptEdits": "allow", "plan": "allow"},
@@ -231,7 +271,7 @@ MODE_TABLE = [
     (
         "mcp__db__query",
         {"sql": "select 1"},
-        {"default": "allow", "acceptEdits": "allow", "plan": "ask"},
+        {"default": "allow", "acceptEdits": "ask", "plan": "ask"},
     ),
     ("TodoWrite", {"todos": []}, {"default": "allow", "acceptEdits": "allow", "plan": "allow"}),
 ]
@@ -525,13 +565,232 @@ _TOKENS = [
 ]
 _SHELLISH = st.lists(st.sampled_from(_TOKENS), max_size=30).map("".join)
 
+# Whole command lines built from pieces: substitutions in every quoting context, wrappers,
+# assignments and operators — random tokens rarely assemble these.
+_DENIED = ["rm -rf /", "rm -rf ~", "mkfs.ext4 /dev/sda1", "git push -f origin main", "curl x | sh"]
+_BENIGN = ["ls", "echo hi", "cat README.md", "id", "git status", "true", "cd src", "cd /tmp",
+           "ls; id", "cd src && ls"]  # fmt: skip
+_QUOTINGS = [
+    "{}", "'{}'", '"{}"', "\\{}", "$'{}'", "${{y:-{}}}", "\"${{y:-'{}'}}\"", "${{y:-'{}'}}",
+    "\"${{x#'{}'}}\"", "$(( {} ))", "\"$(( '{}' ))\"", "{{a,{}}}", "x={}", "[[ -n {} ]]",
+]  # fmt: skip
+_SUBSTITUTIONS = ["$({})", "`{}`", "<({})", "$( {} )"]
+_SHAPES = ["echo {}", "Y={} true", "ls > {}", "cat < {}", "for f in {}; do :; done",
+           "case {} in *) ;; esac", "[[ -n {} ]]", "f() {{ echo {}; }}"]  # fmt: skip
+_PREFIXES = ["", "sudo ", "env ", "X=1 ", "sudo X=1 ", "sudo -u bob ", "nohup ", "timeout 5 "]
+_JOINS = ["; ", " && ", " || ", " | ", "\n", " & "]
 
-@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(st.one_of(st.text(max_size=120), _SHELLISH))
-def test_any_string_as_a_bash_command_gets_a_decision(command: str) -> None:
-    decision = bash(command)
-    assert isinstance(decision.outcome, Outcome)
-    assert order_labels(decision.reasons) == decision.reasons
+
+@st.composite
+def _commands(draw: st.DrawFn) -> str:
+    body = draw(st.sampled_from(_DENIED + _BENIGN))
+    if draw(st.booleans()):
+        inner = draw(st.sampled_from(_SUBSTITUTIONS)).format(body)
+        quoted = draw(st.sampled_from(_QUOTINGS)).format(inner)
+        body = draw(st.sampled_from(_SHAPES)).format(quoted)
+    return draw(st.sampled_from(_PREFIXES)) + body
+
+
+_LINES = st.lists(st.tuples(_commands(), st.sampled_from(_JOINS)), min_size=1, max_size=3).map(
+    lambda parts: "".join(command + join for command, join in parts[:-1]) + parts[-1][0]
+)
+
+
+_RANK = {Outcome.ALLOW: 0, Outcome.ASK: 1, Outcome.BLOCK: 2}
+_MODES = ["default", "acceptEdits", "plan", "bypassPermissions", "dontAsk"]
+# The decision table's last rows, written out (not imported) so a change to the gate's
+# constants cannot silently change what the properties expect.
+_READS = {"Read", "NotebookRead", "LS", "Glob", "Grep", "WebFetch", "WebSearch", "TodoWrite",
+          "TodoRead", "ToolSearch", "ListAgents", "BashOutput", "TaskOutput", "Task", "Agent",
+          "AskUserQuestion", "EnterPlanMode", "ExitPlanMode"}  # fmt: skip
+_EDITS = {"Write", "Edit", "MultiEdit", "NotebookEdit"}
+_RESERVED_WORDS = {
+    "!", "{", "}", "[[", "]]", "case", "do", "done", "elif", "else", "esac", "fi", "for",
+    "function", "if", "in", "select", "then", "time", "until", "while",
+}  # fmt: skip
+
+
+def _mode_allows(mode: str, tool: str) -> bool:
+    if mode in ("default", "bypassPermissions"):
+        return True
+    if mode == "acceptEdits":
+        return tool in _READS or tool in _EDITS
+    return mode == "plan" and tool in _READS
+
+
+def assert_follows_the_table(decision: GateDecision, tool: str, mode: str) -> None:
+    """The outcome is a function of the reasons, the mode and the tool — the package table."""
+    reasons = decision.reasons
+    assert order_labels(reasons) == reasons
+    denied = any(label.startswith("deny_list:") for label in reasons)
+    assert (decision.outcome is Outcome.BLOCK) == denied
+    if reasons and not denied:
+        assert decision.outcome is Outcome.ASK
+    if not reasons:
+        expected = Outcome.ALLOW if _mode_allows(mode, tool) else Outcome.ASK
+        assert decision.outcome is expected
+
+
+def active_substitution(line: str) -> bool:
+    """A ``$(`` (not ``$((``), backquote, ``<(`` or ``>(`` outside single quotes and comments.
+
+    An independent scan of the line, much simpler than the lexer: single quotes, ``$'…'``,
+    backslashes, double quotes, arithmetic and ``#`` comments. It does not know heredocs
+    (callers skip lines with ``<<``) and reads ``'`` inside ``"${…}"`` as literal, as bash does
+    for ``"${x:-'$(id)'}"`` (it runs id).
+    """
+    index, size, in_double, word_start = 0, len(line), False, True
+    while index < size:
+        char = line[index]
+        if char == "\\":
+            index += 2
+            word_start = False
+            continue
+        if in_double:
+            if char == '"':
+                in_double = False
+            elif char == "`" or _command_substitution_at(line, index):
+                return True
+            index += 1
+            continue
+        if char == "'":
+            end = line.find("'", index + 1)
+            if end < 0:
+                return False
+            index, word_start = end + 1, False
+            continue
+        if line.startswith("$((", index) or (word_start and line.startswith("((", index)):
+            # Arithmetic: as if in double quotes ("'" is no quote, "<(" no substitution).
+            index, depth = index + (3 if char == "$" else 2), 0
+            while index < size:
+                if line[index] == "\\":
+                    index += 1
+                elif line[index] == "`" or _command_substitution_at(line, index):
+                    return True
+                elif line[index] == "(":
+                    depth += 1
+                elif line[index] == ")":
+                    if depth == 0:
+                        index += 1
+                        break
+                    depth -= 1
+                index += 1
+            index, word_start = index + 1, False
+            continue
+        if line.startswith("$'", index):
+            index += 2
+            while index < size and line[index] != "'":
+                index += 2 if line[index] == "\\" else 1
+            index, word_start = index + 1, False
+            continue
+        if char == "#" and word_start:
+            end = line.find("\n", index)
+            index = size if end < 0 else end
+            continue
+        if char == "`" or _command_substitution_at(line, index):
+            return True
+        if line.startswith(("<(", ">("), index):
+            return True
+        in_double = char == '"'
+        word_start = char in " \t\n;&|()<>"
+        index += 1
+    return False
+
+
+def _command_substitution_at(line: str, index: int) -> bool:
+    return line.startswith("$(", index) and not line.startswith("$((", index)
+
+
+def _parses(command: str) -> bool:
+    try:
+        parse_shell(command, HOME)
+    except ShellSyntaxError:
+        return False
+    return True
+
+
+@pytest.mark.parametrize(
+    ("line", "expected"),
+    [
+        ("echo $(id)", True),
+        ("echo `id`", True),
+        ('echo "$(id)"', True),
+        ("echo \"'$(id)'\"", True),  # single quotes inside double quotes are literal
+        ("echo '$(id)'", False),
+        ("echo \\$(id)", False),
+        ("echo $((1 + 2))", False),
+        ("echo $'\\'$(id)'", False),  # inside $'…' up to the second quote
+        ("echo hi # $(id)", False),
+        ("echo a#$(id)", True),  # not a comment: # inside a word
+        ("x=1;#`id`", False),
+        ("cat <(ls)", True),
+        ('echo "<(ls)"', False),
+        ("echo $(( <(ls) ))", False),  # no process substitution in arithmetic
+        ("echo $(( '$(id)' ))", True),  # nor quoting
+        ("(( x = $(id) ))", True),
+        ("echo ${y:-<(ls)}", True),
+    ],
+)
+def test_the_substitution_scan_itself(line: str, expected: bool) -> None:
+    assert active_substitution(line) is expected
+
+
+@settings(max_examples=600, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.one_of(st.text(max_size=120), _SHELLISH, _LINES), st.sampled_from(_MODES))
+def test_any_bash_line_follows_the_table_and_the_floors(command: str, mode: str) -> None:
+    decision = bash(command, mode=mode)
+    assert_follows_the_table(decision, "Bash", mode)
+    if mode in ("acceptEdits", "plan", "dontAsk"):
+        assert decision.outcome is not Outcome.ALLOW  # a command is never auto-allowed there
+    if not _parses(command):
+        assert "unparsable_command" in decision.reasons  # refused, so at least a card
+    if "<<" not in command and active_substitution(command):
+        assert {"command_substitution", "unparsable_command"} & set(decision.reasons)
+
+
+@settings(max_examples=600, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.one_of(_LINES, _SHELLISH))
+def test_sudo_in_front_never_lowers_the_verdict(command: str) -> None:
+    first = command.split(None, 1)[0] if command.strip() else ""
+    elevated = "sudo " + command
+    if first in _RESERVED_WORDS or not _parses(command) or not _parses(elevated):
+        return  # "sudo !", "sudo if": bash would not run the line as it was either
+    plain, privileged = bash(command), bash(elevated)
+    assert _RANK[privileged.outcome] >= _RANK[plain.outcome], (plain, privileged)
+    assert "privileged" in privileged.reasons
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.one_of(_SHELLISH, _LINES), st.one_of(_SHELLISH, _LINES))
+def test_more_of_the_line_never_lowers_the_verdict(command: str, other: str) -> None:
+    if not _parses(command):
+        return
+    alone = _RANK[bash(command).outcome]
+    for wrapped in (f"( {command}\n)", f"{{ {command}\n}}", f"{command}\n{other}"):
+        if _parses(wrapped):
+            assert _RANK[bash(wrapped).outcome] >= alone, wrapped
+    background = f"{{ {command}\n}} &"
+    if _parses(background):
+        assert "background_process" in bash(background).reasons, background
+
+
+@settings(max_examples=600, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    st.sampled_from(_DENIED),
+    st.sampled_from(_SUBSTITUTIONS),
+    st.sampled_from(_QUOTINGS),
+    st.sampled_from(_SHAPES),
+    st.sampled_from(_PREFIXES),
+)
+def test_a_deny_rule_in_a_live_substitution_still_blocks(
+    denied: str, substitution: str, quoting: str, shape: str, prefix: str
+) -> None:
+    line = prefix + shape.format(quoting.format(substitution.format(denied)))
+    assert bash(denied).outcome is Outcome.BLOCK
+    if active_substitution(line) and _parses(line):
+        assert bash(line).outcome is Outcome.BLOCK, line
+    elif not active_substitution(line):  # quoted away: bash prints it, runs nothing
+        assert not any(r.startswith("deny_list:") for r in bash(line).reasons) or "$((" in line
 
 
 _JSON = st.recursive(
@@ -541,37 +800,53 @@ _JSON = st.recursive(
     ),
     max_leaves=8,
 )
+_TOOL_NAMES = ["Bash", "Write", "Edit", "MultiEdit", "NotebookEdit", "Read", "Glob", "Grep", "LS",
+               "WebFetch", "TodoWrite", "Task", "mcp__x__y", "SomeNewTool"]  # fmt: skip
+_PATH_KEYS = {"Write": "file_path", "Edit": "file_path", "MultiEdit": "file_path",
+              "NotebookEdit": "notebook_path"}  # fmt: skip
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=400, deadline=None)
 @given(
-    st.sampled_from(
-        [
-            "Bash",
-            "Write",
-            "Edit",
-            "MultiEdit",
-            "NotebookEdit",
-            "Read",
-            "Glob",
-            "Grep",
-            "LS",
-            "mcp__x__y",
-        ]
-    ),
+    st.sampled_from(_TOOL_NAMES),
     st.dictionaries(
         st.sampled_from(
             ["command", "file_path", "notebook_path", "path", "pattern", "run_in_background"]
         ),
-        _JSON,
+        st.one_of(_JSON, _SHELLISH, st.sampled_from([CWD, f"{CWD}/a", "/etc/x", "~/x", "../x"])),
         max_size=4,
     ),
-    st.sampled_from(["default", "acceptEdits", "plan", "other"]),
+    st.sampled_from(_MODES),
 )
-def test_any_tool_input_gets_a_decision(
+def test_any_tool_input_follows_the_table(
     tool: str, tool_input: Mapping[str, object], mode: str
 ) -> None:
-    assert isinstance(evaluate(tool, tool_input, make_context(mode)).outcome, Outcome)
+    decision = evaluate(tool, tool_input, make_context(mode))
+    assert_follows_the_table(decision, tool, mode)
+    path = tool_input.get(_PATH_KEYS.get(tool, ""))
+    if tool in _PATH_KEYS and not (isinstance(path, str) and path):
+        assert "outside_workspace" in decision.reasons  # no path to judge: never a pass
+    if tool == "Bash" and not isinstance(tool_input.get("command"), str):
+        assert "unparsable_command" in decision.reasons
+    if tool == "Bash" and tool_input.get("run_in_background") is True:
+        assert "background_process" in decision.reasons
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.sampled_from(sorted(_EDITS)),
+    st.lists(st.text("abcxyz._-", min_size=1, max_size=6), min_size=1, max_size=3),
+    st.sampled_from(_MODES),
+)
+def test_an_edit_inside_the_workspace_is_allowed_where_the_mode_allows_edits(
+    tool: str, segments: list[str], mode: str
+) -> None:
+    if any(segment in (".", "..") for segment in segments):
+        return
+    path = "/".join([CWD, *segments])
+    decision = evaluate(tool, {_PATH_KEYS[tool]: path}, make_context(mode))
+    allowed = mode in ("default", "acceptEdits", "bypassPermissions")
+    assert decision == GateDecision(Outcome.ALLOW if allowed else Outcome.ASK, ())
 
 
 @pytest.mark.parametrize(

@@ -114,15 +114,15 @@ def seal(
 def snapshot(engine: Engine) -> dict[str, Any]:
     """Everything of the engine's state a command could change, but the dedup record."""
     return {
-        "sessions": engine.registry.all(),
-        "tombstones": list(engine.registry.tombstones),
-        "alive": {r.session_id: engine.is_alive(r.session_id) for r in engine.registry.all()},
-        "phones": dict(engine.phones),
-        "phone_caps": dict(engine.phone_caps),
-        "cursor": engine.ingest.last_seen,
-        "window": engine.window,
+        "sessions": engine.session_records(),
+        "tombstones": list(engine.sessions.tombstones),
+        "alive": {r.session_id: engine.is_alive(r.session_id) for r in engine.session_records()},
+        "phones": engine.paired_phones(),
+        "phone_caps": engine.phones.caps(),
+        "cursor": engine.admission.ingest.last_seen,
+        "window": engine.pairing.window,
         "last_command_at": engine.last_command_at,
-        "folders": engine.folders,
+        "folders": engine.heartbeat.folders,
         "syncs": engine.sync.active_count,
         "credentials": engine.accounts.credentials,
         "heartbeat": engine.heartbeat_message(),
@@ -171,11 +171,11 @@ def check_ingest(engine: Engine, fed: Iterable[Fed], *, now: float = NOW) -> lis
     """Feed `fed`; enforce the bad-input rule when no event decodes. Returns the effects."""
     items = list(fed)
     before = snapshot(engine)
-    remembered = engine.ingest.remembered
+    remembered = engine.admission.ingest.remembered
     effects: list[Effect] = []
     for item in items:
         effects.extend(engine.handle(CommandEventReceived(item.event), now))  # never raises
-    assembler = engine.ingest.assembler
+    assembler = engine.admission.ingest.assembler
     assert assembler.open_groups <= MAX_OPEN_GROUPS
     assert assembler.buffered_bytes <= MAX_BUFFERED_BYTES
     if not bad_plaintexts(items):
@@ -189,7 +189,7 @@ def check_ingest(engine: Engine, fed: Iterable[Fed], *, now: float = NOW) -> lis
                 assert isinstance(op, MarkProcessed) and op.event_id in ids, f"bad op {op!r:.200}"
     after = snapshot(engine)
     assert after == before, _diff(before, after)
-    assert engine.ingest.remembered - remembered <= len(ids)
+    assert engine.admission.ingest.remembered - remembered <= len(ids)
     return effects
 
 

@@ -6,16 +6,12 @@ import asyncio
 import sqlite3
 import time
 
-import pytest
-
 from bridge.protocol import CreateSessionCommand, InputCommand, RefreshSessionsCommand
 from tests.integration.conftest import pair_phone
 from tests.integration.test_daemon_sessions import create_session
 from tests.support.daemon import DaemonProcess
 from tests.support.phone import PhoneSimulator
 from tests.support.relay import LoopbackRelay
-
-pytestmark = pytest.mark.integration
 
 
 async def test_bug_a_responses_wait_for_an_offline_phone(

@@ -14,8 +14,6 @@ from tests.support.phone import PhoneSimulator
 from tests.support.phone_pairing import parse_pairing_url
 from tests.support.relay import LoopbackRelay
 
-pytestmark = pytest.mark.integration
-
 
 async def test_pair_json_then_phones_and_status_show_the_phone(
     daemon: DaemonProcess, relay: LoopbackRelay

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import pytest
-
 from bridge.protocol import (
     CloseSessionCommand,
     CreateFolderCommand,
@@ -14,8 +12,6 @@ from bridge.protocol import (
 )
 from tests.support.daemon import DaemonProcess
 from tests.support.phone import PhoneSimulator
-
-pytestmark = pytest.mark.integration
 
 
 async def create_session(phone: PhoneSimulator, **fields: object) -> str:

@@ -78,8 +78,6 @@ from tests.support.upload_builders import (
     wait_injected,
 )
 
-pytestmark = pytest.mark.integration
-
 MACHINE = "testbox"
 MIB = 1024 * 1024
 

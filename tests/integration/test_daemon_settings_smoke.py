@@ -3,8 +3,6 @@ test_daemon_settings.py)."""
 
 from __future__ import annotations
 
-import pytest
-
 from bridge.protocol import (
     ProviderProfilesRequestCommand,
     SetCredentialsCommand,
@@ -13,8 +11,6 @@ from bridge.protocol import (
 from bridge.protocol.shared import ModelEntry, ProviderProfileWrite
 from tests.support.daemon import DaemonProcess
 from tests.support.phone import PhoneSimulator
-
-pytestmark = pytest.mark.integration
 
 
 async def test_profile_round_trip_never_returns_the_token(

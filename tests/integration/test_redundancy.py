@@ -22,7 +22,7 @@ from tests.support.daemon import DaemonProcess
 from tests.support.phone import PhoneSimulator
 from tests.support.relay import LoopbackRelay
 
-pytestmark = [pytest.mark.integration, pytest.mark.timeout(180)]
+pytestmark = pytest.mark.timeout(180)
 
 RelayFactory = Callable[..., Awaitable[LoopbackRelay]]
 

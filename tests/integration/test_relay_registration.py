@@ -14,7 +14,6 @@ from tests.integration.conftest import pair_phone
 from tests.support.daemon import DaemonProcess
 from tests.support.relay import LoopbackRelay
 
-pytestmark = pytest.mark.integration
 TOKEN = "admin-token-for-tests-0123456789"
 
 

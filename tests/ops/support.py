@@ -6,11 +6,12 @@ import asyncio
 import os
 import re
 import signal
+import socket
 import subprocess
 import sys
 import threading
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -222,3 +223,52 @@ class RunningDaemon:
             self.proc.wait()
         self._drain.join(timeout=10)
         return self.proc.returncode, "".join(self.lines)
+
+
+# --- systemd units -------------------------------------------------------------------------------
+
+PATH = "/opt/tools/bin:/usr/bin:/bin"
+Cli = Callable[..., CliResult]
+"""``cli(*args, **env)``: the CLI's ``main`` run in this process (the ``cli`` fixture)."""
+
+
+def unit_lines(text: str) -> dict[str, list[str]]:
+    """Key → values of the non-comment lines."""
+    out: dict[str, list[str]] = {}
+    for line in text.splitlines():
+        if line and not line.startswith(("#", "[")):
+            key, _, value = line.partition("=")
+            out.setdefault(key, []).append(value)
+    return out
+
+
+# --- the sd_notify socket ------------------------------------------------------------------------
+
+
+def drain(sock: socket.socket) -> list[str]:
+    """Every datagram waiting in the socket, without blocking."""
+    got = []
+    sock.setblocking(False)
+    try:
+        while True:
+            got.append(sock.recv(4096).decode())
+    except BlockingIOError:
+        return got
+    finally:
+        sock.setblocking(True)
+
+
+def wait_for(sock: socket.socket, predicate: str, count: int = 1, timeout: float = 60) -> list[str]:
+    """Datagrams until `count` of them contain `predicate` (fails after `timeout`)."""
+    seen: list[str] = []
+    deadline = time.monotonic() + timeout
+    while sum(predicate in message for message in seen) < count:
+        left = deadline - time.monotonic()
+        assert left > 0, f"waited for {count}× {predicate!r}; got {seen!r}"
+        sock.settimeout(left)
+        try:
+            seen.append(sock.recv(4096).decode())
+        except TimeoutError:
+            continue
+    sock.settimeout(None)
+    return seen

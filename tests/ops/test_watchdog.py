@@ -10,61 +10,13 @@ could not run.
 from __future__ import annotations
 
 import asyncio
-import os
-import signal
 import socket
 import time
-from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
 
-from bridge.runtime.daemon import run_watchdog, watchdog_interval
-from bridge.runtime.sdnotify import Notifier
-from tests.control.fake_handler import short_home
-from tests.ops.support import RunningDaemon, clean_env
-
-
-@pytest.fixture
-def notify_socket() -> Iterator[tuple[str, socket.socket]]:
-    with short_home() as directory:
-        path = str(directory / "notify")
-        sock = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
-        sock.bind(path)
-        try:
-            yield path, sock
-        finally:
-            sock.close()
-
-
-def drain(sock: socket.socket) -> list[str]:
-    """Every datagram waiting in the socket, without blocking."""
-    got = []
-    sock.setblocking(False)
-    try:
-        while True:
-            got.append(sock.recv(4096).decode())
-    except BlockingIOError:
-        return got
-    finally:
-        sock.setblocking(True)
-
-
-def wait_for(sock: socket.socket, predicate: str, count: int = 1, timeout: float = 60) -> list[str]:
-    """Datagrams until `count` of them contain `predicate` (fails after `timeout`)."""
-    seen: list[str] = []
-    deadline = time.monotonic() + timeout
-    while sum(predicate in message for message in seen) < count:
-        left = deadline - time.monotonic()
-        assert left > 0, f"waited for {count}× {predicate!r}; got {seen!r}"
-        sock.settimeout(left)
-        try:
-            seen.append(sock.recv(4096).decode())
-        except TimeoutError:
-            continue
-    sock.settimeout(None)
-    return seen
-
+from bridge.runtime.sdnotify import Notifier, run_watchdog, watchdog_interval
+from tests.ops.support import drain, wait_for
 
 INTERVALS = [
     ({}, None),
@@ -128,30 +80,3 @@ async def test_a_failing_status_tick_does_not_stop_the_pings(
         task.cancel()
         with pytest.raises(asyncio.CancelledError):
             await task
-
-
-@pytest.mark.integration
-def test_daemon_pings_and_stops_pinging_when_frozen(
-    notify_socket: tuple[str, socket.socket], tmp_path: Path
-) -> None:
-    path, sock = notify_socket
-    env = clean_env(NOTIFY_SOCKET=path, WATCHDOG_USEC="1000000")
-    daemon = RunningDaemon(tmp_path / "home", env=env)
-    try:
-        seen = wait_for(sock, "WATCHDOG=1", 3)
-        assert any("READY=1" in message for message in seen)
-        assert any(m.startswith("STATUS=relays ") for m in seen), seen
-        os.kill(daemon.proc.pid, signal.SIGSTOP)
-        try:
-            time.sleep(0.2)  # a datagram sent just before the stop is in the buffer by now
-            drain(sock)
-            time.sleep(2.0)  # four intervals
-            assert drain(sock) == []
-        finally:
-            os.kill(daemon.proc.pid, signal.SIGCONT)
-        wait_for(sock, "WATCHDOG=1", 2)
-    finally:
-        code, log = daemon.stop()
-    assert code == 0, log
-    assert "systemd watchdog: WATCHDOG=1 every 0.5 s" in log
-    assert any("STOPPING=1" in message for message in drain(sock))

@@ -34,6 +34,17 @@ async def test_load_state_round_trip(db: BridgeDatabase) -> None:
     assert state.tombstones == ["gone"]
 
 
+async def test_a_damaged_seq_high_falls_back_to_the_transcript(
+    db: BridgeDatabase, caplog: pytest.LogCaptureFixture
+) -> None:
+    async with db.transaction():
+        await bs.save_session(db, "s1", {"cwd": "/ws", "seq_high": "many"})
+        await bs.append_transcript(db, "s1", 7, "{}")
+    state = await bs.load_state(db)
+    assert state.sessions == [{"cwd": "/ws", "seq_high": 7, "session_id": "s1"}]
+    assert "not an integer" in caplog.text
+
+
 async def test_a_seq_is_never_overwritten(db: BridgeDatabase) -> None:
     await bs.append_transcript(db, "s1", 1, "{}")
     with pytest.raises(StoreError):

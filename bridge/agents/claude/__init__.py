@@ -1,8 +1,9 @@
 """The Claude Code runner (claude-agent-sdk): runner, SDK message adapter, provider environment.
 
 The public names of the submodules are re-exported here; see :mod:`.runner` for how a session
-runs, :mod:`.adapter` for the entry vocabulary, :mod:`.environment` for provider-bound sessions and
-:mod:`.transcript` for the exactly-once record.
+runs (and which of :mod:`.runner_state`, :mod:`.lifecycle`, :mod:`.stream` and :mod:`.tool_hooks` does
+what), :mod:`.adapter` for the entry vocabulary, :mod:`.environment` for provider-bound sessions
+and :mod:`.transcript` for the exactly-once record.
 """
 
 from .adapter import (
@@ -27,6 +28,7 @@ from .environment import (
     sdk_env,
 )
 from .handoff import InputHandoff
+from .lifecycle import CLOSE_TIMEOUT, CONTROL_TIMEOUT, SessionTask
 from .models import fetch_models, models_from_server_info
 from .options import MAX_MODEL_LENGTH, Call, change_effort, change_model
 from .permissions import (
@@ -63,8 +65,12 @@ from .runner import (
     TOOL_USE_WAIT,
     ClaudeRunner,
     EnvHook,
+    ToolCheck,
     claude_runner_factory,
 )
+from .runner_state import AGENT_NAME, CLOSE_DENY_MESSAGE, RunnerState, iso_timestamp, short_reason
+from .stream import StreamFailed, read_messages, write_inputs
+from .tool_hooks import ToolHooks
 from .transcript import (
     INPUT_UUID_NAMESPACE,
     input_uuid,
@@ -74,9 +80,13 @@ from .transcript import (
 )
 
 __all__ = [
+    "AGENT_NAME",
     "ALWAYS_DESTINATION",
     "AUTHORED_MEMORY",
     "CARD_TOOLS",
+    "CLOSE_DENY_MESSAGE",
+    "CLOSE_TIMEOUT",
+    "CONTROL_TIMEOUT",
     "DEFAULT_DENY_MESSAGE",
     "DIFF_LINE_CHARS",
     "DIFF_MAX_LINES",
@@ -106,7 +116,12 @@ __all__ = [
     "PendingPermission",
     "PermissionBroker",
     "PermissionResult",
+    "RunnerState",
     "SessionMeta",
+    "SessionTask",
+    "StreamFailed",
+    "ToolCheck",
+    "ToolHooks",
     "ToolOrder",
     "always_rules",
     "build_diff",
@@ -119,18 +134,22 @@ __all__ = [
     "diff_fallback_text",
     "fetch_models",
     "input_uuid",
+    "iso_timestamp",
     "kill_child",
     "last_total_cost",
     "models_from_server_info",
     "parse_session_meta",
     "provider_env",
+    "read_messages",
     "received_uuids",
     "scrub_vendor_env",
     "sdk_env",
     "session_options",
+    "short_reason",
     "stop_client",
     "strip_session_meta",
     "tool_result_text",
     "tool_summary",
     "transcript_paths",
+    "write_inputs",
 ]

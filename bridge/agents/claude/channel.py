@@ -4,9 +4,10 @@ The SDK wants its client used from the context that connected it, and a runner's
 called from the daemon's tasks. :class:`ControlChannel` bridges the two: :meth:`~ControlChannel.call`
 queues an operation (``interrupt``, ``set_model``, a raw control request, …) with a future and
 waits for it; the session task runs :meth:`~ControlChannel.serve` next to its reader and writer,
-and performs each operation as its own task, so that a slow one (``set_model`` probes the API
-for an unknown model) never holds up an interrupt. Operations still queued when the CLI restarts
-wait for the next connection; when the session ends they fail with :class:`RunnerError`.
+and performs each operation as its own task (owned by a :class:`~bridge.tasks.TaskSet` for the
+connection), so that a slow one (``set_model`` probes the API for an unknown model) never holds
+up an interrupt. Operations still queued when the CLI restarts wait for the next connection;
+when the session ends they fail with :class:`RunnerError`.
 """
 
 from __future__ import annotations
@@ -16,6 +17,8 @@ from collections.abc import Awaitable, Callable
 from typing import Any, TypeVar, cast
 
 from claude_agent_sdk import ClaudeSDKClient
+
+from bridge.tasks import TaskSet
 
 from ..base import RunnerError
 
@@ -46,20 +49,17 @@ class ControlChannel:
             raise RunnerError("Claude Code did not answer in time") from None
 
     async def serve(self, client: ClaudeSDKClient) -> None:
-        """Run queued operations on `client` until cancelled (then cancel those in flight)."""
-        running: set[asyncio.Task[None]] = set()
+        """Run queued operations on `client` until cancelled (then cancel and await those in
+        flight: their callers get :class:`RunnerError`)."""
+        running = TaskSet("Claude control operations")
         try:
             while True:
                 op, future = await self._queue.get()
                 if future.done():  # its caller gave up
                     continue
-                task = asyncio.create_task(_perform(client, op, future))
-                running.add(task)
-                task.add_done_callback(running.discard)
+                running.spawn(_perform(client, op, future), "claude-control")
         finally:
-            for task in running:
-                task.cancel()
-            await asyncio.gather(*running, return_exceptions=True)
+            await running.close()
 
     def fail_pending(self, message: str) -> None:
         """Fail every operation still queued (the session is over)."""

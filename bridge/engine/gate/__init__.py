@@ -6,15 +6,26 @@ every mode and **floors** that always need a phone card.
 
 Decision table (the first row that matches wins)::
 
-    labels on the call                  default   acceptEdits   plan    other mode
-    any deny_list:<rule>                block     block         block   block
-    any floor, or loop_detected         ask       ask           ask     ask
-    none, tool in PLAN_SAFE_TOOLS       allow     allow         allow   ask
-    none, any other tool                allow     allow         ask     ask
+    labels on the call                      default   acceptEdits   plan    other mode
+    any deny_list:<rule>                    block     block         block   block
+    any floor, or loop_detected             ask       ask           ask     ask
+    none, tool in PLAN_SAFE_TOOLS           allow     allow         allow   ask
+    none, a file edit (FILE_WRITE_TOOLS)    allow     allow         ask     ask
+    none, any other tool (Bash, MCP, …)     allow     ask           ask     ask
 
-``plan`` never auto-allows a tool that could change something (Write, Edit, Bash, MCP tools, …):
-Claude Code enforces plan mode itself, and the gate never undercuts it. ``bypassPermissions``
-(coerced to ``default`` by the bridge) is treated as ``default``; any other mode as the strictest.
+``default`` auto-allows every call without labels, as the reference bridge does. ``acceptEdits``
+auto-allows what its name says and no more: reads, and edits of files inside the workspace (an
+edit without a label is one: outside it is ``outside_workspace`` or a deny rule). A command and
+every other tool that can change something (Bash, MCP tools, …) is a card — approving a plan with
+key 1 switches to ``acceptEdits``, and that must not silently let every command run. ``plan``
+never auto-allows a tool that could change something (Write, Edit, Bash, MCP tools, …): Claude
+Code enforces plan mode itself, and the gate never undercuts it. ``bypassPermissions`` (coerced to
+``default`` by the bridge) is treated as ``default``; any other mode as the strictest.
+
+The same verdict answers Claude Code's ``PreToolUse`` hook, which sees every tool call (also the
+ones Claude Code would allow by itself): :func:`.pre_tool.pre_tool_verdict` turns it into the
+hook's answer, with one failure policy — when the gate cannot judge a call, it asks; when the
+session is unknown, it denies. Its module docstring has that table.
 
 Deny rules (``deny_list:<rule>``, block in every mode):
 
@@ -53,7 +64,9 @@ Floors (at least ``ask``):
   target outside it, an argument that looks like a path (absolute, ``~``, or climbing with ``..``)
   outside it, a program run from outside it (system bin directories excepted), and any path the
   checker cannot resolve where it matters (``rm -rf "$DIR"``, ``cd "$X"``).
-* ``command_substitution`` — ``$(…)``, backquotes, ``<(…)``, ``>(…)`` (not inside single quotes).
+* ``command_substitution`` — ``$(…)``, backquotes, ``<(…)``, ``>(…)`` wherever bash runs them:
+  not inside single quotes — but single quotes do not quote inside ``"${x:-'…'}"``,
+  ``$(( '…' ))`` or an unquoted heredoc — and also in ``${x:-<(…)}`` and after ``~`` (``~$(…)``).
 * ``privileged`` — sudo (any options, ``-E`` included), sudoedit, su, doas, pkexec, run0.
 * ``background_process`` — ``&``, nohup, setsid, disown, coproc, ``sudo -b``, ``screen -dm``,
   ``tmux new -d``, and the Bash tool's ``run_in_background``.
@@ -89,6 +102,7 @@ flagged, not analysed; ``ssh host cmd`` runs elsewhere and is not judged.
 """
 
 from .decide import (
+    ACCEPT_EDITS_TOOLS,
     AUTO_ALLOW_MODES,
     FILE_READ_TOOLS,
     FILE_WRITE_TOOLS,
@@ -110,23 +124,39 @@ from .labels import (
     describe_reason,
     order_labels,
 )
+from .pre_tool import (
+    CARD_TOOLS,
+    GATE_FAILED_REASON,
+    UNKNOWN_SESSION_REASON,
+    HookDecision,
+    PreToolVerdict,
+    SessionFacts,
+    pre_tool_verdict,
+)
 from .shell_check import check_shell
 
 __all__ = [
+    "ACCEPT_EDITS_TOOLS",
     "ALL_LABELS",
     "AUTO_ALLOW_MODES",
+    "CARD_TOOLS",
     "DENY_PREFIX",
     "DENY_RULES",
     "FILE_READ_TOOLS",
     "FILE_WRITE_TOOLS",
     "FLOOR_LABELS",
+    "GATE_FAILED_REASON",
     "LOOP_LABEL",
     "LOOP_THRESHOLD",
     "PLAN_SAFE_TOOLS",
+    "UNKNOWN_SESSION_REASON",
     "CallHistory",
     "GateContext",
     "GateDecision",
+    "HookDecision",
     "Outcome",
+    "PreToolVerdict",
+    "SessionFacts",
     "call_key",
     "check_shell",
     "deny_label",
@@ -134,4 +164,5 @@ __all__ = [
     "describe_reason",
     "evaluate",
     "order_labels",
+    "pre_tool_verdict",
 ]

@@ -150,7 +150,13 @@ def _sudo(args: list[Word], scope: Scope, env: CommandEnv) -> Unwrapped:
     if parsed.has("-e", "--edit"):
         _edit(args[parsed.positionals[0][0] :] if parsed.positionals else [], scope, env)
         return None, scope
-    return _rest(args, parsed), scope
+    rest = _rest(args, parsed)
+    # sudo(8): "Environment variables to be set for the command may also be passed on the
+    # command line in the form of VAR=value" — ``sudo X=1 rm -rf /`` runs rm.
+    while rest and _ASSIGNMENT.match(rest[0].value):
+        check_assignment(rest[0], scope, env)
+        rest = rest[1:]
+    return rest, scope
 
 
 _SUDO_LONG = frozenset(

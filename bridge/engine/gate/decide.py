@@ -16,6 +16,7 @@ from .paths import Target, Workspace, normalise
 from .shell_check import check_shell
 
 __all__ = [
+    "ACCEPT_EDITS_TOOLS",
     "AUTO_ALLOW_MODES",
     "FILE_READ_TOOLS",
     "FILE_WRITE_TOOLS",
@@ -49,9 +50,16 @@ PLAN_SAFE_TOOLS = frozenset(
 """Tools that change nothing on disk themselves; the only ones plan mode auto-allows.
 (A sub-agent's own tool calls come through the gate one by one.)"""
 
-AUTO_ALLOW_MODES = frozenset({"default", "acceptEdits", "bypassPermissions"})
-"""Modes that auto-allow a call without labels (``bypassPermissions`` is coerced to
-``default`` by the bridge; treated the same here in case it slips through)."""
+AUTO_ALLOW_MODES = frozenset({"default", "bypassPermissions"})
+"""Modes that auto-allow every call without labels, as the reference bridge does in ``default``
+(``bypassPermissions`` is coerced to ``default`` by the bridge; treated the same here in case it
+slips through)."""
+
+ACCEPT_EDITS_TOOLS = PLAN_SAFE_TOOLS | frozenset(FILE_WRITE_TOOLS)
+"""The tools ``acceptEdits`` auto-allows without labels: the reads plan mode allows, and the file
+edits (without a label, an edit is inside the workspace). A command (Bash) or any other tool that
+can change something (MCP tools, …) is asked: approving a plan with key 1 switches to
+``acceptEdits``, and that must not make every command run without a card."""
 
 _GLOB_CHARS = "*?[{"
 
@@ -62,7 +70,8 @@ class GateContext:
 
     Attributes:
         mode: the permission mode: ``default``, ``acceptEdits`` or ``plan`` (any other value
-            is treated as the strictest: every call is at least ``ask``).
+            but ``bypassPermissions`` is treated as the strictest: every call is at least
+            ``ask``).
         cwd: the session's working directory (absolute).
         roots: the workspace roots (absolute); the session's files live under them.
         home: the user's home directory (absolute).
@@ -111,7 +120,8 @@ def evaluate(
 
     Returns:
         ``block`` if a deny rule hit (in every mode); ``ask`` if a floor or the loop check hit,
-        or the mode does not auto-allow the tool; ``allow`` otherwise.
+        or the mode does not auto-allow the tool (``plan``: only reads; ``acceptEdits``: reads
+        and workspace edits; ``default``: everything); ``allow`` otherwise.
     """
     fields: Mapping[str, object] = tool_input if isinstance(tool_input, Mapping) else {}
     labels = set(_labels(tool_name, fields, context))
@@ -122,11 +132,20 @@ def evaluate(
         return GateDecision(Outcome.BLOCK, reasons)
     if reasons:
         return GateDecision(Outcome.ASK, reasons)
-    if context.mode in AUTO_ALLOW_MODES or (
-        context.mode == "plan" and tool_name in PLAN_SAFE_TOOLS
-    ):
+    if _mode_allows(context.mode, tool_name):
         return GateDecision(Outcome.ALLOW, ())
     return GateDecision(Outcome.ASK, ())
+
+
+def _mode_allows(mode: str, tool_name: str) -> bool:
+    """The last rows of the decision table: does the mode auto-allow a call without labels?"""
+    if mode in AUTO_ALLOW_MODES:
+        return True
+    if mode == "acceptEdits":
+        return tool_name in ACCEPT_EDITS_TOOLS
+    if mode == "plan":
+        return tool_name in PLAN_SAFE_TOOLS
+    return False  # any other mode: the strictest
 
 
 def _labels(tool_name: str, fields: Mapping[str, object], context: GateContext) -> set[str]:

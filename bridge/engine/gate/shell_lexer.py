@@ -148,6 +148,8 @@ _ANSI_SIMPLE = {
 }
 _HEX = frozenset("0123456789abcdefABCDEF")
 _AFTER_BRACE = ([Part("brace", "{")], [Part("brace", ",")])
+_TILDE_PREFIX_ENDS = frozenset("'\"\\$`")
+"""Characters that end a ``~user`` prefix: quotes and expansions are lexed as themselves."""
 _ANSI_DIGITS = {"x": 2, "u": 4, "U": 8}
 
 
@@ -341,9 +343,13 @@ class _Lexer:
             stops = "/" if at_start else "/,}"
             end = self.pos + 1
             while end < len(src) and src[end] not in _WORD_BREAK and src[end] not in stops:
+                if src[end] in _TILDE_PREFIX_ENDS:
+                    break  # the rest is lexed as usual: "~`rm -rf ~`" runs rm
                 end += 1
-            if end > self.pos + 1:
-                word.add("lit", "/")  # ~user: someone else's home, somewhere under /
+            if end > self.pos + 1 or (end < len(src) and src[end] in _TILDE_PREFIX_ENDS):
+                # ~user: someone else's home, somewhere under /. With a quote or an expansion
+                # in the prefix bash keeps the "~" as typed; still no path to rely on.
+                word.add("lit", "/")
                 word.add("dyn", "")
             else:
                 word.add("lit" if at_start else "tilde", self.home)
@@ -398,7 +404,7 @@ class _Lexer:
             word.subs.append(self._sub_lexer(self.pos + 2, "command"))
         elif following == "{":
             content_start = self.pos + 2
-            subs = self._read_braced_parameter(content_start)
+            subs = self._read_braced_parameter(content_start, unquoted=not in_double)
             if src[content_start : self.pos - 1] == "HOME":
                 word.add("lit", self.home)
             else:
@@ -494,10 +500,18 @@ class _Lexer:
                 depth -= 1
                 self.pos += 1
             else:
-                subs.extend(self._skip_embedded(char))
+                # Bash expands the expression "as if it were within double quotes": a single
+                # quote is no quote there, and "$(( '$(id)' ))" runs id (then fails).
+                subs.extend(self._skip_embedded(char, unquoted=False))
 
-    def _read_braced_parameter(self, start: int) -> list[Lexed]:
-        """Skip ``${ … }`` from ``start`` (just inside the brace), returning substitutions."""
+    def _read_braced_parameter(self, start: int, *, unquoted: bool) -> list[Lexed]:
+        """Skip ``${ … }`` from ``start`` (just inside the brace), returning substitutions.
+
+        ``unquoted``: the ``${…}`` is outside double quotes and heredocs. Only there do single
+        quotes quote — bash runs the ``$(id)`` of ``"${x:-'$(id)'}"`` (it does quote inside the
+        pattern of ``"${x#'…'}"``; a substitution found there too is a card, not a pass) — and
+        only there does ``<(…)`` run: ``${x:-<(id)}``.
+        """
         src = self.src
         self.pos = start
         depth = 0
@@ -515,14 +529,20 @@ class _Lexer:
                 depth += 1
                 self.pos += 2
             else:
-                subs.extend(self._skip_embedded(char))
+                subs.extend(self._skip_embedded(char, unquoted=unquoted))
 
-    def _skip_embedded(self, char: str) -> list[Lexed]:
-        """Step over one character (or quoted run / substitution) inside ``$((…))`` or ``${…}``."""
+    def _skip_embedded(self, char: str, *, unquoted: bool) -> list[Lexed]:
+        """Step over one character (or quoted run / substitution) inside ``$((…))`` or ``${…}``.
+
+        ``unquoted``: a single quote starts a quoted run and ``<(``/``>(`` a process
+        substitution; otherwise (double quotes, arithmetic) both are plain characters.
+        """
         scratch = _WordBuilder()
         if char == "\\":
             self.pos += 2
-        elif char == "'":
+        elif char in "<>" and unquoted and self.src.startswith("(", self.pos + 1):
+            scratch.subs.append(self._sub_lexer(self.pos + 2, "process"))
+        elif char == "'" and unquoted:
             end = self.src.find("'", self.pos + 1)
             if end < 0:
                 raise ShellSyntaxError("unterminated single quote")

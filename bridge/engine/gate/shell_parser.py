@@ -350,6 +350,10 @@ class _Parser:
                     return tuple(words)
                 depth -= 1
             elif token.word is not None:
+                if "'" in token.text and ("$(" in token.text or "`" in token.text):
+                    # Bash expands (( … )) as if in double quotes: "(( '$(id)' ))" runs id,
+                    # but the lexer read the quotes as quotes. Refused, never a pass.
+                    raise ShellSyntaxError("a single quote inside (( … )) around a substitution")
                 words.append(token.word)
 
     def parse_reserved(self, word: str) -> Command:

@@ -1,0 +1,225 @@
+"""The daemon's answers on the control socket (``codedeck-bridge status``, ``pair``, ``phones``,
+``unpair``, ``sessions``), and the local listeners of the engine's ``Notify`` effects.
+
+Reads go through the engine's queries; changes go to the engine as inputs (``pair.open`` feeds
+``PairingWindowRequested``, ``unpair`` feeds ``PhoneUnpaired``), so the control socket never
+writes engine state behind the engine loop's back. The answer of a change is what the engine
+*will* do: the input is queued, and ``pair.wait`` learns the outcome from the engine's
+``Notify("paired")`` / ``Notify("pairing-closed")``.
+
+The same notifications keep a private relay's registry in step (a paired phone is registered
+there) and refresh the ``STATUS=`` line systemd shows.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+from collections.abc import Callable, Sequence
+from urllib.parse import quote
+
+from bridge import __version__
+from bridge.control.methods import (
+    PairNpubResult,
+    PairOpenResult,
+    PairWaitResult,
+    PhoneInfo,
+    RelayInfo,
+    SessionInfo,
+    StatusResult,
+    UnpairResult,
+    iso_timestamp,
+)
+from bridge.engine.core import Engine
+from bridge.engine.effects import Notify
+from bridge.engine.inputs import Input, PairingWindowRequested, PhonePairedManually, PhoneUnpaired
+from bridge.nostr.keys import Keypair, hex_to_npub, npub_to_hex
+from bridge.nostr.pool import RelayPool
+from bridge.runtime.registration import RelayRegistration
+
+__all__ = ["DaemonControl", "pair_url"]
+
+
+def pair_url(npub: str, relays: Sequence[str], machine: str, token: str) -> str:
+    """The ``codedeck://pair?…`` link a phone scans (PROTOCOL.md §3)."""
+    joined = ",".join(quote(r, safe="") for r in relays)
+    return (
+        f"codedeck://pair?npub={npub}&relays={joined}"
+        f"&machine={quote(machine, safe='')}&token={quote(token, safe='')}"
+    )
+
+
+class DaemonControl:
+    """The :class:`~bridge.control.methods.ControlHandler` of a running daemon.
+
+    Args:
+        engine: read through its queries.
+        pool: the relay pool (its status).
+        keypair: the bridge identity (npub).
+        machine: the machine name.
+        home: the bridge home (status).
+        public_relays: the relays phones are told about (the embedded relay's public URL).
+        embedded_url: the embedded relay's public URL, when one is served.
+        feed: puts an input on the engine's queue.
+        pending_inputs: how many inputs wait for the engine (a just-opened window may still be
+            in the queue).
+        wall: unix seconds.
+        registration: the private relay's admin API, when configured.
+        on_change: called after every notification (the ``STATUS=`` refresh).
+    """
+
+    def __init__(
+        self,
+        *,
+        engine: Engine,
+        pool: RelayPool,
+        keypair: Keypair,
+        machine: str,
+        home: str,
+        public_relays: Sequence[str],
+        embedded_url: str | None,
+        feed: Callable[[Input], None],
+        pending_inputs: Callable[[], int],
+        wall: Callable[[], float],
+        registration: RelayRegistration | None = None,
+        on_change: Callable[[], None] | None = None,
+    ) -> None:
+        self._engine = engine
+        self._pool = pool
+        self._keypair = keypair
+        self._machine = machine
+        self._home = home
+        self._public_relays = list(public_relays)
+        self._embedded_url = embedded_url
+        self._feed = feed
+        self._pending_inputs = pending_inputs
+        self._wall = wall
+        self._registration = registration
+        self._on_change = on_change
+        self._started_at = wall()
+        self._waiters: list[asyncio.Future[PairWaitResult]] = []
+
+    # --- notifications from the engine ----------------------------------------------------
+
+    def notify(self, effect: Notify) -> None:
+        """A ``Notify`` effect: wake ``pair.wait`` callers, register a paired phone."""
+        result: PairWaitResult
+        if effect.event == "paired":
+            if self._registration is not None and effect.data.get("npub"):
+                pubkey = npub_to_hex(effect.data["npub"])
+                self._registration.register(pubkey, effect.data.get("label", ""))
+            result = {
+                "paired": True,
+                "label": effect.data.get("label", ""),
+                "npub": effect.data.get("npub", ""),
+            }
+        elif effect.event == "pairing-closed":
+            result = {"paired": False, "reason": effect.data.get("reason", "closed")}
+        else:
+            return
+        self._resolve(result)
+        if self._on_change is not None:
+            self._on_change()
+
+    def close(self) -> None:
+        """Shutdown: every ``pair.wait`` ends with ``closed``."""
+        self._resolve({"paired": False, "reason": "closed"})
+
+    def _resolve(self, result: PairWaitResult) -> None:
+        waiters, self._waiters = self._waiters, []
+        for waiter in waiters:
+            if not waiter.done():
+                waiter.set_result(result)
+
+    def status_line(self, running_sessions: int) -> str:
+        """The ``STATUS=`` text systemd shows."""
+        states = self._pool.status()
+        connected = sum(1 for s in states if s.state.value == "open")
+        phones = len(self._engine.paired_phones())
+        return (
+            f"relays {connected}/{len(states)} connected, {phones} phone(s), "
+            f"{running_sessions} running session(s)"
+        )
+
+    # --- the control methods --------------------------------------------------------------
+
+    async def status(self) -> StatusResult:
+        relays: list[RelayInfo] = [
+            {
+                "url": s.url,
+                "state": s.state.value,
+                "lastEventAt": iso_timestamp(s.last_event_at) if s.last_event_at else None,
+                "lastError": s.last_error,
+            }
+            for s in self._pool.status()
+        ]
+        last = self._engine.last_command_at
+        return {
+            "pid": os.getpid(),
+            "startedAt": iso_timestamp(self._started_at),
+            "version": __version__,
+            "npub": self._keypair.npub,
+            "machine": self._machine,
+            "home": self._home,
+            "relays": relays,
+            "embeddedRelay": self._embedded_url,
+            "phones": await self.phones_list(),
+            "sessions": await self.sessions_list(),
+            "lastCommandAt": iso_timestamp(last) if last else None,
+        }
+
+    async def pair_open(self, duration: float) -> PairOpenResult:
+        token = os.urandom(16).hex()
+        now = self._wall()
+        self.notify(Notify("pairing-closed", {"reason": "closed"}))  # a replaced window
+        self._feed(PairingWindowRequested(token, duration))
+        if self._registration is not None:
+            self._registration.open_window(self._keypair.public_hex, now, duration)
+        return {
+            "url": pair_url(self._keypair.npub, self._public_relays, self._machine, token),
+            "npub": self._keypair.npub,
+            "token": token,
+            "relays": list(self._public_relays),
+            "machine": self._machine,
+            "expiresAt": iso_timestamp(now + duration),
+        }
+
+    async def pair_wait(self, timeout: float) -> PairWaitResult:
+        if self._engine.window_for(self._wall()) is None and not self._pending_inputs():
+            return {"paired": False, "reason": "no-window"}
+        waiter: asyncio.Future[PairWaitResult] = asyncio.get_running_loop().create_future()
+        self._waiters.append(waiter)
+        try:
+            async with asyncio.timeout(timeout):
+                return await asyncio.shield(waiter)
+        except TimeoutError:
+            return {"paired": False, "reason": "timeout"}
+        finally:
+            if waiter in self._waiters:
+                self._waiters.remove(waiter)
+
+    async def pair_npub(self, pubkey: str, label: str) -> PairNpubResult:
+        already = self._engine.phone(pubkey) is not None
+        self._feed(PhonePairedManually(pubkey, label or "Phone"))
+        return {"npub": hex_to_npub(pubkey), "label": label or "Phone", "alreadyPaired": already}
+
+    async def phones_list(self) -> list[PhoneInfo]:
+        return [
+            {"npub": p.npub, "label": p.label, "pairedAt": p.paired_at}
+            for p in self._engine.paired_phones()
+        ]
+
+    async def phones_unpair(self, pubkey: str) -> UnpairResult:
+        phone = self._engine.phone(pubkey)
+        if phone is None:
+            return {"unpaired": False, "npub": hex_to_npub(pubkey)}
+        self._feed(PhoneUnpaired(pubkey))
+        if self._registration is not None:
+            self._registration.unregister(pubkey)
+        return {"unpaired": True, "npub": phone.npub, "label": phone.label}
+
+    async def sessions_list(self) -> list[SessionInfo]:
+        return [
+            {"sessionId": r.session_id, "state": r.state, "title": r.title, "cwd": r.cwd}
+            for r in self._engine.session_records()
+        ]
