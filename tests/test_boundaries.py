@@ -48,6 +48,16 @@ LAYER_RULES = {
         "relaypolicy",
     },
     "store": {"bridge", "relaypolicy"},
+    # A session host outlives the daemon and must stay lean: none of the daemon's stack.
+    "bridge/host": {
+        "bridge.runtime",
+        "bridge.engine",
+        "bridge.control",
+        "bridge.nostr",
+        "bridge.cli",
+        "store",
+        "relaypolicy",
+    },
 }
 ALLOWED_EXCEPTIONS = {
     "bridge/protocol": {"bridge.protocol"},

@@ -1,0 +1,1 @@
+"""Tests of the session host package (bridge/host)."""
