@@ -338,10 +338,20 @@ _TREE_SITTER_BLIND = re.compile(
     r"|,`"  # "{a,`x`}": two words to tree-sitter, one to bash
     r"|[^\s;&|()<>][<>]\("  # "Y=x=<(id) true", "case a<(x) in": <(…) glued to a word
     r"|\\\$\("  # "[[ -n \$(id) ]]" (bash refuses it; ours reads the words), heredocs
+    # "a | b | c\nd && f": after a pipeline of three or more, a newline and a later && or ||,
+    # tree-sitter-bash folds the next line into the pipeline and loses its command (bash runs d).
+    r"|\|[^\n|]*\|[^\n]*\n[\s\S]*(&&|\|\|)"
 )
 
 
-@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+# Derandomized: each run explores the same 400 lines, so a tree-sitter quirk found later is a
+# reviewed change to the lists above, not a red CI run on somebody else's commit.
+@settings(
+    max_examples=400,
+    deadline=None,
+    derandomize=True,
+    suppress_health_check=[HealthCheck.too_slow],
+)
 @given(_LINES)
 def test_both_parsers_see_the_same_generated_line(line: str) -> None:
     ours = our_shape(line)
