@@ -254,19 +254,25 @@ class Journal:
             if self._sync:
                 os.fsync(new_fd)
             os.replace(tmp, self.path)
-            if self._sync:
-                _fsync_dir(self.path.parent)
         except OSError as exc:
             os.close(new_fd)
             with contextlib.suppress(OSError):
                 os.unlink(tmp)
             raise JournalError(f"journal {self.path}: trim failed: {exc.strerror}") from None
+        # The new file is the journal now; follow it before anything else can fail.
         os.close(self._fd)
         self._fd = new_fd
         shift = start - _HEADER.size
         self._offsets = [offset - shift for offset in self._offsets[keep_from:]]
         self._first_seq = through + 1
         self._size = written
+        if self._sync:
+            try:
+                _fsync_dir(self.path.parent)
+            except OSError as exc:
+                raise JournalError(
+                    f"journal {self.path}: trimmed, but the directory sync failed: {exc.strerror}"
+                ) from None
 
     # --- reading ---------------------------------------------------------------------------------
 

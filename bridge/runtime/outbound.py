@@ -17,9 +17,11 @@
 - A sealed event may carry an ``on_sent`` callback, called once a relay took it (not when it
   was queued): a ``sync-chunk``'s ack wait starts then.
 
-Tasks: the sender is one task, critical (its end stops the daemon); outbox bookkeeping and
-reconnect retries run in a :class:`~bridge.tasks.TaskSet` that :meth:`Outbound.close` lets
-finish rather than cancel.
+Tasks: the sender is one task, critical (its end stops the daemon); it awaits each fresh event
+in order. Re-sends of outbox rows (``SealedEvent.relays`` set) run beside it, at most
+``RESEND_CONCURRENCY`` at once, so a relay that never answers ``OK`` cannot hold fresh replies
+behind them. Outbox bookkeeping and reconnect retries run in a :class:`~bridge.tasks.TaskSet`
+that :meth:`Outbound.close` lets finish rather than cancel.
 """
 
 from __future__ import annotations
@@ -52,6 +54,8 @@ __all__ = ["Outbound", "SealedEvent"]
 logger = logging.getLogger(__name__)
 
 QUEUE_LIMIT = 10_000
+RESEND_CONCURRENCY = 16
+"""Re-sends in flight at once (each may wait the OK timeout on a relay that does not answer)."""
 CLOCK_KEY = "publish.lastCreatedAt"
 
 
@@ -93,6 +97,8 @@ class Outbound:
         self._pool: RelayPool | None = None
         self._sender = TaskSet("outbound sender", logger=logger, on_critical_exit=on_critical_exit)
         self._work = TaskSet("outbound", logger=logger)
+        self._resends = TaskSet("outbound re-sends", logger=logger)
+        self._resend_slots = asyncio.Semaphore(RESEND_CONCURRENCY)
         self._retrying: set[str | None] = set()
         self.published = 0
         self.failed = 0
@@ -153,6 +159,9 @@ class Outbound:
                 async with asyncio.timeout(drain_timeout):
                     await self._queue.join()
         await self._sender.close()
+        # Re-sends still waiting for a silent relay are cut short: their rows stay in the outbox.
+        await self._resends.drain(timeout=drain_timeout)
+        await self._resends.close()
         # Outbox bookkeeping already started finishes (a row deleted or updated); what is
         # left unknown stays in the outbox and is sent again at the next boot.
         await self._work.drain(timeout=drain_timeout)
@@ -260,31 +269,51 @@ class Outbound:
         while True:
             item = await self._queue.get()
             try:
-                report = await self._pool.publish(
-                    item.event,
-                    relays=item.relays,
-                    on_settled=self._settled(item) if item.durable else None,
-                )
-                if report.delivered:
-                    self.published += 1
-                    if logger.isEnabledFor(logging.DEBUG):
-                        logger.debug("> %s %s", item.message_type, item.event.id[:8])
-                    if item.on_sent is not None:
-                        item.on_sent()
+                if item.relays is None:
+                    await self._publish(item)
                 else:
-                    self.failed += 1
-                    logger.info(
-                        "- %s %s not delivered%s",
-                        item.message_type,
-                        item.event.id[:8],
-                        " (kept for retry)" if item.durable else "",
-                    )
-            except asyncio.CancelledError:
-                raise
-            except Exception:
-                logger.exception("! sending %s %s failed", item.message_type, item.event.id[:8])
+                    # Refused only while closing down: the row stays in the outbox for next boot.
+                    self._resends.spawn(self._resend(item), f"resend {item.event.id[:8]}")
             finally:
                 self._queue.task_done()
+
+    async def _resend(self, item: SealedEvent) -> None:
+        """A re-send to the relays missing an event, beside the queue, never in front of it.
+
+        Re-sends go to the relays that did not take the event, often one that is down or never
+        answers ``OK``; on the queue, each would hold every fresh reply behind it for the OK
+        timeout. Phones and relays deduplicate by id, so their order does not matter.
+        """
+        async with self._resend_slots:
+            await self._publish(item)
+
+    async def _publish(self, item: SealedEvent) -> None:
+        assert self._pool is not None
+        try:
+            report = await self._pool.publish(
+                item.event,
+                relays=item.relays,
+                on_settled=self._settled(item) if item.durable else None,
+            )
+        except asyncio.CancelledError:
+            raise
+        except Exception:
+            logger.exception("! sending %s %s failed", item.message_type, item.event.id[:8])
+            return
+        if report.delivered:
+            self.published += 1
+            if logger.isEnabledFor(logging.DEBUG):
+                logger.debug("> %s %s", item.message_type, item.event.id[:8])
+            if item.on_sent is not None:
+                item.on_sent()
+        else:
+            self.failed += 1
+            logger.info(
+                "- %s %s not delivered%s",
+                item.message_type,
+                item.event.id[:8],
+                " (kept for retry)" if item.durable else "",
+            )
 
 
 def _type_of(message: BridgeToPhone) -> str:

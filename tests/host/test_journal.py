@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import errno
 import logging
 import os
 import stat
@@ -14,6 +15,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from bridge.host import journal as journal_module
 from bridge.host.journal import (
     MAX_RECORD_BYTES,
     Journal,
@@ -286,3 +288,25 @@ def test_the_host_package_imports_none_of_the_daemon_stack() -> None:
         [sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True
     )
     assert done.stdout.strip() == "[]"
+
+
+def test_a_failed_write_leaves_the_journal_as_it_was(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    journal = Journal.open(tmp_path / "host" / "journal", sync=True)
+    try:
+        journal.append(entry(0))
+
+        def full(_fd: int) -> None:
+            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+
+        monkeypatch.setattr(journal_module.os, "fdatasync", full)
+        with pytest.raises(JournalError, match="append failed: No space left"):
+            journal.append_many([entry(1), entry(2)])
+        monkeypatch.undo()
+        assert journal.next_seq == 2  # the failed batch took no seq
+        assert journal.append(entry(1)) == 2
+    finally:
+        journal.close()
+    with journal_at(tmp_path) as reopened:
+        assert reopened.read() == [(1, entry(0)), (2, entry(1))]

@@ -202,9 +202,10 @@ async def finished(owner: object) -> None:
 
 
 async def sent(outbound: Outbound) -> None:
-    """Until the outbound queue is empty and its outbox bookkeeping is done."""
+    """Until the outbound queue is empty, its re-sends answered and its bookkeeping done."""
     async with asyncio.timeout(WAIT):
         await outbound._queue.join()
+    assert await outbound._resends.drain(timeout=WAIT)
     assert await outbound._work.drain(timeout=WAIT)
 
 

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 import pytest
 
 from bridge.engine.effects import Publish
-from bridge.nostr.event import check_event
+from bridge.nostr.event import Event, check_event
 from bridge.nostr.nip44 import conversation_key, decrypt
 from bridge.nostr.relay import PublishStatus
 from bridge.protocol import BridgeToPhone, InputAckMessage, OutputEntry, OutputMessage, encode
@@ -254,6 +254,30 @@ async def test_retry_to_one_relay_resends_the_identical_event_it_lacks(rig: Rig)
     assert rig.pool.published[0].event.to_json() == lacking.event.to_json()  # same id, same sig
     assert complete.event.id != lacking.event.id
     assert await rig.outbox() == []  # B took it: every relay holds it now
+
+
+async def test_a_resend_to_a_silent_relay_does_not_hold_up_fresh_replies(rig: Rig) -> None:
+    """The chaos run's 'silent relay': re-sends wait on it beside the queue, not in front."""
+    rig.pool.answers[RELAY_B] = PublishStatus.NOT_CONNECTED
+    [lacking] = await rig.queue()
+    rig.pool.answers[RELAY_B] = PublishStatus.ACCEPTED
+    silent = asyncio.Event()
+
+    async def relay_b_never_answers_the_resend(event: Event) -> None:
+        if event.id == lacking.event.id:
+            await silent.wait()
+
+    rig.pool.on_publish = relay_b_never_answers_the_resend
+    assert await rig.outbound.retry_outbox(RELAY_B) == 1
+    left = asyncio.Event()
+    fresh = rig.outbound.seal(Publish(OUTPUT, (PHONE.public_hex,)), durable=False)
+    rig.outbound.send(fresh, on_sent=left.set)
+    async with asyncio.timeout(2):
+        await left.wait()  # the fresh reply went out while the re-send still waits
+    assert not silent.is_set() and await rig.outbox() == [(lacking.event.id, RELAY_A)]
+    silent.set()
+    await sent(rig.outbound)
+    assert await rig.outbox() == []  # and the re-send still completes
 
 
 async def test_periodic_retry_sends_each_row_to_the_relays_missing_it(rig: Rig) -> None:
