@@ -41,9 +41,12 @@ __all__ = [
     "read_transcript",
     "record_outbox_acceptance",
     "remove_inbox",
+    "remove_sessions",
     "save_phone",
     "save_session",
+    "set_agent_cursor",
     "set_cursor",
+    "stored_sessions",
     "sweep_transcripts",
 ]
 
@@ -193,6 +196,15 @@ async def save_session(db: BridgeDatabase, session_id: str, record: dict[str, An
 async def delete_session(db: BridgeDatabase, session_id: str) -> None:
     await db.execute("DELETE FROM sessions WHERE session_id = ?", (session_id,))
     await db.execute("DELETE FROM inbox WHERE session_id = ?", (session_id,))
+    await db.execute("DELETE FROM host_answers WHERE session_id = ?", (session_id,))
+
+
+async def set_agent_cursor(db: BridgeDatabase, session_id: str, seq: int) -> None:
+    """The session host's journal is applied up to `seq` (the record's ``agent_seq``)."""
+    await db.execute(
+        "UPDATE sessions SET record = json_set(record, '$.agent_seq', ?) WHERE session_id = ?",
+        (seq, session_id),
+    )
 
 
 async def add_tombstone(db: BridgeDatabase, session_id: str) -> None:
@@ -203,6 +215,40 @@ async def add_tombstone(db: BridgeDatabase, session_id: str) -> None:
         "(SELECT position FROM tombstones ORDER BY position DESC LIMIT ?)",
         (MAX_TOMBSTONES,),
     )
+
+
+async def stored_sessions(db: BridgeDatabase) -> list[tuple[str, str | None]]:
+    """``(session_id, state)`` of every stored session (state None when the record is unreadable).
+
+    For ``codedeck-bridge sessions close`` while no daemon runs; the daemon itself uses
+    `load_state`.
+    """
+    out: list[tuple[str, str | None]] = []
+    for session_id, text in await db.fetchall(
+        "SELECT session_id, record FROM sessions ORDER BY session_id"
+    ):
+        try:
+            record = json.loads(text)
+        except (TypeError, ValueError):
+            record = None
+        state = record.get("state") if isinstance(record, dict) else None
+        out.append((str(session_id), state if isinstance(state, str) else None))
+    return out
+
+
+async def remove_sessions(db: BridgeDatabase, sessions: Sequence[tuple[str, bool]]) -> None:
+    """Remove ``(session_id, tombstone)`` sessions in one transaction, as a close commits them.
+
+    The same rows go as with the engine's close: the session, its inbox and host answers
+    (`delete_session`), its transcript, plus a tombstone when `tombstone` is true (a session the
+    phones listed; a pending one leaves none).
+    """
+    async with db.transaction():
+        for session_id, tombstone in sessions:
+            await delete_session(db, session_id)
+            await delete_transcript(db, session_id)
+            if tombstone:
+                await add_tombstone(db, session_id)
 
 
 # --- transcripts -------------------------------------------------------------------------------

@@ -167,4 +167,21 @@ BRIDGE_MIGRATIONS: Final[tuple[Migration, ...]] = (
         ALTER TABLE outbox ADD COLUMN accepted_by TEXT NOT NULL DEFAULT '';
         """,
     ),
+    Migration(
+        6,
+        "answers for session hosts",
+        """
+        -- Answers to permission asks parked in a session host, kept from the commit that decided
+        -- them until the host confirmed it has them: a daemon that dies in between sends them
+        -- again when it reconnects, so the phone is never asked twice (store.host_answers).
+        -- `answer` is JSON: {allow, message, always, updated_input}.
+        CREATE TABLE host_answers (
+            session_id TEXT NOT NULL CHECK (typeof(session_id) = 'text'),
+            request_id TEXT NOT NULL CHECK (typeof(request_id) = 'text'),
+            answer TEXT NOT NULL CHECK (typeof(answer) = 'text'),
+            created_at INTEGER NOT NULL CHECK (typeof(created_at) = 'integer'),
+            PRIMARY KEY (session_id, request_id)
+        ) WITHOUT ROWID;
+        """,
+    ),
 )

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import ast
 import importlib
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -58,6 +60,27 @@ LAYER_RULES = {
         "store",
         "relaypolicy",
     },
+}
+# What a session host runs must stay lean (RSS, start time): its package and the drivers.
+LEAN_FILES = [
+    *sorted((REPO / "bridge/host").rglob("*.py")),
+    *sorted((REPO / "bridge/agents/claude").rglob("*.py")),
+    *sorted((REPO / "bridge/agents").glob("scripted*.py")),
+]
+LEAN_FORBIDDEN = {
+    "pydantic",
+    "claude_agent_sdk",
+    "websockets",
+    "aiosqlite",
+    "bridge.protocol",
+    "bridge.engine",
+    "bridge.runtime",
+    "bridge.nostr",
+    "bridge.control",
+    "bridge.cli",
+    "bridge.agents.base",
+    "store",
+    "relaypolicy",
 }
 ALLOWED_EXCEPTIONS = {
     "bridge/protocol": {"bridge.protocol"},
@@ -120,6 +143,33 @@ def test_dependencies_point_one_way(layer: str, path: Path) -> None:
             continue
         hit = [f for f in forbidden if module == f or module.startswith(f + ".")]
         assert not hit, f"{path.relative_to(REPO)} imports {module} (layer {layer} must not)"
+
+
+@pytest.mark.parametrize("path", LEAN_FILES, ids=lambda p: str(p.relative_to(REPO)))
+def test_what_a_session_host_runs_imports_nothing_heavy(path: Path) -> None:
+    for module in imported_modules(path):
+        hit = [f for f in LEAN_FORBIDDEN if module == f or module.startswith(f + ".")]
+        assert not hit, f"{path.relative_to(REPO)} imports {module}: a session host must stay lean"
+
+
+def test_a_session_host_process_loads_only_what_it_needs() -> None:
+    """The modules a host process really loads for either agent (imports are transitive)."""
+    code = (
+        "import sys, bridge.host.__main__, bridge.host.server, bridge.agents.claude, "
+        "bridge.agents.scripted; "
+        "print(sorted(m for m in sys.modules if m.split('.')[0] in "
+        "('pydantic', 'claude_agent_sdk', 'websockets', 'aiosqlite', 'store', 'anyio', 'mcp') "
+        "or m.startswith(('bridge.engine', 'bridge.protocol', 'bridge.runtime', 'bridge.nostr'))))"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=True,
+        cwd=REPO,
+    )
+    assert done.stdout.strip() == "[]"
 
 
 ALL_MODULES = [

@@ -34,6 +34,7 @@ from bridge.engine.inputs import (
     AgentOptionSet,
     AgentReady,
     AgentStateChanged,
+    Input,
     PermissionRequested,
 )
 
@@ -59,7 +60,9 @@ AgentEvent = (
     | AgentOptionSet
     | PermissionRequested
 )
-Emit = Callable[[AgentEvent], None]
+Emit = Callable[[Input], None]
+"""Where a runner's reports go: agent events, and the journal records of a session host
+(``JournalRecord``, ``PermissionStillPending``)."""
 
 
 class RunnerError(Exception):
@@ -101,6 +104,8 @@ class SessionSpec:
     provider_id: str | None = None
     sdk_session_id: str | None = None
     env: dict[str, str] = field(default_factory=dict)
+    agent_seq: int = 0
+    """The last record of the session host's journal the engine committed (replay after it)."""
 
 
 class Runner(Protocol):
@@ -123,7 +128,11 @@ class Runner(Protocol):
         ...
 
     async def set_option(self, option: str, value: str) -> str | None:
-        """Change ``mode`` / ``effort`` / ``model``; return the value now in force, None if refused."""
+        """Ask for a ``mode`` / ``effort`` / ``model`` change.
+
+        The runner reports the outcome itself, as an ``AgentOptionSet`` (its return value is
+        not used: a session host reports the change in its journal, possibly after a restart).
+        """
         ...
 
     async def answer_permission(
@@ -140,6 +149,13 @@ class Runner(Protocol):
 
     async def close(self) -> None:
         """Stop the agent and release its resources (idempotent)."""
+        ...
+
+    async def detach(self) -> None:
+        """The daemon stops but keeps its sessions: let go of the agent, leave it running.
+
+        A runner whose agent cannot outlive the daemon closes it instead.
+        """
         ...
 
 

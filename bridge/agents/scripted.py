@@ -1,72 +1,87 @@
-"""The scripted agent: a :class:`~bridge.agents.base.Runner` that needs no Claude Code.
+"""The scripted agent: a :class:`~bridge.host.driver.Driver` that needs no Claude Code.
 
-The daemon's integration tests, chaos runs and benchmarks drive sessions through it, so from the
-outside it behaves like a real runner: it runs on its own task per session, reports everything
-through ``emit`` (never synchronously inside the call that caused it), keeps a durable record of
-what it received (:mod:`bridge.agents.scripted_log`) and answers :meth:`ScriptedRunner.received`
-from that record alone, which is what lets a test prove "executed exactly once" across a
-``kill -9`` of the daemon. What it does with each text is the grammar of
-:mod:`bridge.agents.scripted_directives`.
+The daemon's integration tests, chaos runs and benchmarks drive sessions through it, inside a
+session host like the real agent, so from the outside it behaves like a real driver: it reports
+everything through the host's services, keeps a durable record of what it received
+(:mod:`bridge.agents.scripted_log`) and answers :meth:`ScriptedDriver.received` from that record
+alone, which is what lets a test prove "executed exactly once" across a ``kill -9`` of the daemon
+or of the host. What it does with each text is the grammar of
+:mod:`bridge.agents.scripted_directives`. Lean, as host-side code must be: the standard library,
+``orjson``, :mod:`bridge.host` and :mod:`bridge.tasks` only (a test checks).
 
 Theory of operation:
 
-- ``start`` decides at once whether the agent can run (the cwd exists and holds no failure marker;
-  the log directory and the SDK session id file are usable) and spawns the session task, whose
-  first act is to emit ``AgentReady`` or ``AgentFailed``. Tests make create-session fail with a
-  file ``.scripted-fail-start`` in the cwd (its first line, if any, is the reason), and make only a
-  resume fail with ``.scripted-fail-resume``.
-- ``send_input`` appends the input to the log and fsyncs it, then queues the text, with no await in
-  between: an input is logged if and only if it is queued, whatever gets cancelled when. The queue
-  is unbounded because its producer, the daemon's inbox, is the bound.
-- The session task takes one text at a time and emits one turn:
-  ``AgentStateChanged(running)`` → entries → ``AgentStateChanged(idle)`` → a ``system`` entry
-  ``""`` with ``{"stream_end": true}``. ``crash`` emits ``running`` then ``AgentEnded`` instead, and
-  the agent is gone: inputs still queued are dropped (they stay logged as received, as a real agent
-  that died with them in its stdin), and ``send_input`` raises :class:`RunnerError`.
-- ``interrupt`` ends the current turn early (the wait of ``slow S``, or the rest of ``lines N``)
-  with a ``system`` entry ``Interrupted``, then the usual idle + stream_end. Queued inputs run next.
-- Any exception inside the session task (a clock or an ``emit`` that raises) is logged with its
-  traceback and reported as ``AgentEnded`` with the exception's type name, never its message.
-- ``close`` cancels and awaits the session task (owned by a :class:`~bridge.tasks.TaskSet`) and
-  releases the log; from the moment it is called nothing more is emitted, not even
-  ``AgentEnded``: the caller asked for the end and knows it.
+- ``run`` decides at once whether the agent can run (the cwd exists and holds no failure marker;
+  the log directory and the SDK session id file are usable) and emits ``Ready`` or ``Failed``
+  before it awaits anything. Tests make a start fail with a file ``.scripted-fail-start`` in the
+  cwd (its first line, if any, is the reason), and make only a resume fail with
+  ``.scripted-fail-resume``. After ``Failed``, ``run`` returns the reason.
+- ``send_input`` appends the input to the log and fsyncs it, then queues ``(uid, text)``, with no
+  await in between: an input is logged if and only if it is queued (and in ``status().taken``),
+  whatever gets cancelled when. The queue is unbounded because its producer, the daemon's inbox,
+  is the bound.
+- The serving task takes one input at a time and emits one turn: ``StateChanged(running)`` →
+  entries → ``StateChanged(idle)`` → a ``system`` entry ``""`` with ``{"stream_end": true}`` →
+  ``Answered((uid,))``. ``crash`` emits ``running`` and the agent is gone: ``run`` returns
+  :data:`CRASH_REASON` (the host journals ``Exited``), inputs still queued are dropped (they stay
+  logged as received and listed in ``status().taken``, as with a real agent that died with them in
+  its stdin), and ``send_input`` raises :class:`~bridge.host.driver.DriverError`.
+- ``ask`` waits in :meth:`HostServices.ask_permission` (state ``waiting_permission``, or
+  ``waiting_question`` for ``AskUserQuestion``, then ``running`` again) and ``check`` in
+  :meth:`HostServices.check_tool`, for as long as the host takes: the daemon may be restarting.
+- ``interrupt`` ends the current turn early (the wait of ``slow S``, the rest of ``lines N``, or the
+  wait of ``ask`` / ``check``, which is cancelled: that withdraws it) with a ``system`` entry
+  ``Interrupted``, then the usual idle + stream_end + answered. Queued inputs run next.
+- Any exception inside the serving task (a clock or an ``emit`` that raises) is logged with its
+  traceback and ends the agent: ``run`` returns ``scripted agent failed: <type name>``, never the
+  exception's message.
+- ``close`` cancels and awaits the serving task (owned by a :class:`~bridge.tasks.TaskSet`;
+  a wait in ``ask`` / ``check`` is withdrawn with it) and releases the log; from the moment it is
+  called nothing more is emitted, and ``run`` returns None. The agent never restarts: the daemon
+  starts a new host with ``resume``.
 
-Entries carry ``timestamp`` from the injected clock (unix seconds, rendered like JavaScript's
-``toISOString``). ``slow S`` waits on the event loop's own clock, so a frozen test clock cannot
-freeze a turn.
+Entries carry ``timestamp`` from :meth:`HostServices.now` (unix seconds, rendered like
+JavaScript's ``toISOString``), as does the log's ``at``. ``slow S`` waits on the event loop's own
+clock, so a frozen test clock cannot freeze a turn.
 """
 
 from __future__ import annotations
 
 import asyncio
+import enum
 import logging
-import time
 import uuid
-from collections.abc import Callable, Collection
-from datetime import UTC, datetime
+from collections.abc import Awaitable, Collection
 from pathlib import Path
-from typing import Any, assert_never
+from typing import TYPE_CHECKING, Any, Final, TypeVar, assert_never
 
-from bridge.engine.inputs import AgentEnded, AgentEntry, AgentFailed, AgentReady, AgentStateChanged
-from bridge.protocol import OutputEntry
-from bridge.protocol.enums import EFFORT_LEVELS, PERMISSION_MODES, OutputEntryType
+from bridge.host.driver import (
+    DriverError,
+    DriverFactory,
+    DriverSpec,
+    DriverStatus,
+    HostServices,
+)
+from bridge.host.events import (
+    OPTIONS,
+    Answered,
+    Entry,
+    Failed,
+    HostEvent,
+    OptionSet,
+    PermissionAsked,
+    Ready,
+    StateChanged,
+)
+from bridge.host.vocabulary import EFFORT_LEVELS, PERMISSION_MODES, iso_timestamp, make_entry
 from bridge.tasks import TaskSet
 
-from .base import (
-    AgentEvent,
-    Emit,
-    Phase,
-    Runner,
-    RunnerError,
-    RunnerFactory,
-    SessionSpec,
-    check_live,
-    check_start,
-)
 from .scripted_directives import (
     THINKING_TEXT,
     THOUGHT_TEXT,
+    Ask,
     Big,
+    Check,
     Crash,
     Directive,
     Echo,
@@ -77,6 +92,8 @@ from .scripted_directives import (
     Think,
     big_content,
     parse_directive,
+    permission_reply,
+    verdict_reply,
 )
 from .scripted_log import (
     InputLog,
@@ -92,214 +109,219 @@ __all__ = [
     "FAIL_RESUME_MARKER",
     "FAIL_START_MARKER",
     "INTERRUPTED_TEXT",
+    "LOG_DIR_OPTION",
     "SCRIPTED_MODEL",
-    "Clock",
-    "ScriptedRunner",
+    "ScriptedDriver",
     "big_content",
     "count_executions",
     "iso_timestamp",
-    "scripted_runner_factory",
+    "scripted_driver_factory",
 ]
 
 logger = logging.getLogger(__name__)
 
-FAIL_START_MARKER = ".scripted-fail-start"
-"""A file of this name in the cwd makes ``start`` (and resume) emit ``AgentFailed``."""
-FAIL_RESUME_MARKER = ".scripted-fail-resume"
-"""A file of this name in the cwd makes only ``start(resume=True)`` emit ``AgentFailed``."""
-SCRIPTED_MODEL = "scripted"
+FAIL_START_MARKER: Final = ".scripted-fail-start"
+"""A file of this name in the cwd makes ``run`` (start and resume) emit ``Failed``."""
+FAIL_RESUME_MARKER: Final = ".scripted-fail-resume"
+"""A file of this name in the cwd makes only a resume (``spec.resume``) emit ``Failed``."""
+SCRIPTED_MODEL: Final = "scripted"
 """The model the agent reports when the spec names none."""
-CRASH_REASON = "scripted crash"
-"""The ``AgentEnded.reason`` of the ``crash`` directive."""
-INTERRUPTED_TEXT = "Interrupted"
+CRASH_REASON: Final = "scripted crash"
+"""What ``run`` returns after the ``crash`` directive (the host's ``Exited.reason``)."""
+INTERRUPTED_TEXT: Final = "Interrupted"
 """The content of the ``system`` entry that ends an interrupted turn."""
+LOG_DIR_OPTION: Final = "log_dir"
+"""The key of ``DriverSpec.options`` that names the log directory (a string path)."""
 
-Clock = Callable[[], float]
-"""Unix time in seconds (``time.time``), injected so tests can pin entry timestamps."""
+_T = TypeVar("_T")
 
 _YIELD_EVERY = 64  # entries between two yields to the loop in `lines N`: fairness, interruptibility
 _MAX_MODEL_LENGTH = 200
 _MAX_REASON_LENGTH = 200
-_AGENT = "the scripted agent"  # how RunnerError messages name it
+_AGENT = "the scripted agent"  # how DriverError messages name it
 
 
-def iso_timestamp(unix: float) -> str:
-    """`unix` seconds as ISO-8601 UTC with milliseconds, ``2023-11-14T22:13:20.123Z``."""
-    moment = datetime.fromtimestamp(unix, tz=UTC)
-    return moment.isoformat(timespec="milliseconds").replace("+00:00", "Z")
+class _Phase(enum.Enum):
+    """Where the agent is in its one lifetime."""
+
+    NEW = "has not been started"
+    READY = "is running"
+    FAILED = "failed to start"
+    ENDED = "has ended"
+    CLOSED = "is closed"
 
 
-def _new_sdk_session_id() -> str:
-    return str(uuid.uuid4())
-
-
-class ScriptedRunner:
-    """One scripted agent session (see the module docstring for the behaviour).
+class ScriptedDriver:
+    """One scripted agent for the lifetime of one host (see the module docstring).
 
     Args:
-        session_id: the bridge's session id; it names the files in `log_dir`.
-        emit: where agent events go, in order, from the session task.
-        log_dir: the directory of the durable logs (created on start).
-        clock: unix seconds for entry timestamps and the log's ``at``.
-        new_id: makes the SDK session id on first start.
+        spec: what to start; ``spec.session_id`` names the files in `log_dir`, and
+            ``spec.sdk_session_id`` (or a fresh UUID) becomes the SDK session id on first start.
+        services: the host: events, permission asks, pre-tool checks, the clock.
+        log_dir: the directory of the durable logs (created by ``run``).
 
     Raises:
-        RunnerError: `session_id` is not safe as a file name.
+        DriverError: ``spec.session_id`` is not safe as a file name.
     """
 
-    def __init__(
-        self,
-        session_id: str,
-        emit: Emit,
-        *,
-        log_dir: Path,
-        clock: Clock = time.time,
-        new_id: Callable[[], str] = _new_sdk_session_id,
-    ) -> None:
-        self._session_id = validate_session_id(session_id)
-        self._emit_callback = emit
-        self._log_dir = log_dir
-        self._clock = clock
-        self._new_id = new_id
-        self._log = InputLog(inputs_path(log_dir, session_id))
-        self._phase = Phase.NEW  # READY from a successful start: the agent never restarts
+    def __init__(self, spec: DriverSpec, services: HostServices, *, log_dir: Path) -> None:
+        self._session_id = validate_session_id(spec.session_id)
+        self._spec = spec
+        self._services = services
+        self._log_dir = Path(log_dir)
+        self._log = InputLog(inputs_path(self._log_dir, self._session_id))
+        self._phase = _Phase.NEW
         self._tasks = TaskSet(f"scripted agent {self._session_id[:8]}", logger=logger)
-        self._queue: asyncio.Queue[str] = asyncio.Queue()
+        self._queue: asyncio.Queue[tuple[str, str]] = asyncio.Queue()
         self._interrupted = asyncio.Event()
         self._in_turn = False
+        self._state = "idle"
+        self._taken: list[str] = []
+        self._turn_completed = False
         self._sdk_session_id: str | None = None
-        self._mode = "plan"
-        self._effort: str | None = None
-        self._model = SCRIPTED_MODEL
-
-    @property
-    def session_id(self) -> str:
-        """The bridge's session id."""
-        return self._session_id
-
-    @property
-    def sdk_session_id(self) -> str | None:
-        """The id reported in ``AgentReady`` (None before a successful start)."""
-        return self._sdk_session_id
-
-    async def start(self, spec: SessionSpec, *, resume: bool) -> None:
-        """Start or resume; ``AgentReady`` or ``AgentFailed`` follows from the session task.
-
-        Raises:
-            RunnerError: already started or closed, or `spec` is for another session.
-        """
-        check_start(_AGENT, self._phase, self._session_id, spec)
         self._mode = spec.permission_mode
         self._effort = spec.effort_level
         self._model = spec.model or SCRIPTED_MODEL
-        failure = self._prepare(spec.cwd, resume=resume)
-        first: AgentEvent
-        if failure is None:
-            assert self._sdk_session_id is not None
-            self._phase = Phase.READY
-            first = AgentReady(self._session_id, self._sdk_session_id, self._model)
-        else:
-            self._phase = Phase.FAILED
-            first = AgentFailed(self._session_id, failure)
-        self._tasks.spawn(self._run(first), f"scripted-agent-{self._session_id[:8]}")
 
-    async def send_input(self, uid: str, text: str) -> None:
-        """Log `text` under `uid` (write + fsync), then queue it for the session task.
+    async def run(self) -> str | None:
+        """Start the agent and serve it until ``crash``, a failure or :meth:`close`.
 
-        Cancel-safe: nothing is awaited, so the input is either logged and queued, or neither.
+        Returns:
+            The reason after ``Failed``, :data:`CRASH_REASON` after ``crash``, ``scripted agent
+            failed: <type>`` after an exception, None after :meth:`close` (also when cancelled,
+            which closes the agent, then re-raises).
 
         Raises:
-            RunnerError: the agent is not running, the arguments are not strings (or `uid` is
+            DriverError: ``run`` was called before.
+        """
+        if self._phase is _Phase.CLOSED:
+            return None
+        if self._phase is not _Phase.NEW:
+            raise DriverError(f"{_AGENT} was already started")
+        failure = self._prepare()
+        if failure is not None:
+            self._phase = _Phase.FAILED
+            self._emit(Failed(failure))
+            return failure
+        assert self._sdk_session_id is not None
+        self._phase = _Phase.READY
+        self._emit(Ready(self._sdk_session_id, self._model, self._spec.cwd))
+        serving = self._tasks.spawn(self._serve(), f"scripted-agent-{self._session_id[:8]}")
+        if serving is None:  # unreachable: close() sets CLOSED before it closes the task set
+            return None
+        try:
+            await asyncio.wait((serving,))
+        except asyncio.CancelledError:
+            await self.close()
+            raise
+        return None if serving.cancelled() else serving.result()
+
+    def send_input(self, uid: str, text: str) -> None:
+        """Log `text` under `uid` (write + fsync), then queue it for the serving task.
+
+        Nothing is awaited, so the input is either logged, queued and taken, or none of these.
+
+        Raises:
+            DriverError: the agent is not running, the arguments are not strings (or `uid` is
                 empty), or the log could not be written (then nothing was queued).
         """
-        check_live(_AGENT, self._phase)
+        self._check_live()
         if not isinstance(uid, str) or not uid:
-            raise RunnerError("the input uid must be a non-empty string")
+            raise DriverError("the input uid must be a non-empty string")
         if not isinstance(text, str):
-            raise RunnerError("the input text must be a string")
+            raise DriverError("the input text must be a string")
         try:
-            self._log.append(uid, text, iso_timestamp(self._clock()))
+            self._log.append(uid, text, iso_timestamp(self._services.now()))
         except OSError as exc:
             reason = exc.strerror or type(exc).__name__
-            raise RunnerError(f"the scripted agent could not record the input: {reason}") from exc
-        self._queue.put_nowait(text)
+            raise DriverError(f"{_AGENT} could not record the input: {reason}") from exc
+        self._queue.put_nowait((uid, text))
+        self._taken.append(uid)
 
     async def received(self, uids: Collection[str]) -> set[str]:
-        """The subset of `uids` in the durable log (works before start and after close).
+        """The subset of `uids` in the durable log, whichever host logged them.
+
+        Works in every phase, before ``run`` and after :meth:`close` included.
 
         Raises:
-            RunnerError: the log exists but cannot be read.
+            DriverError: the log exists but cannot be read.
         """
         try:
             logged = set(read_logged_uids(self._log.path))
         except OSError as exc:
             reason = exc.strerror or type(exc).__name__
-            raise RunnerError(f"the scripted agent's log cannot be read: {reason}") from exc
+            raise DriverError(f"{_AGENT}'s log cannot be read: {reason}") from exc
         return {uid for uid in uids if uid in logged}
 
     async def interrupt(self) -> None:
         """End the current turn early; a no-op when idle, not started, ended or closed."""
-        if self._phase is Phase.READY and self._in_turn:
+        if self._phase is _Phase.READY and self._in_turn:
             self._interrupted.set()
 
-    async def set_option(self, option: str, value: str) -> str | None:
+    async def set_option(self, option: str, value: str) -> None:
         """Set ``mode`` (a permission mode), ``effort`` (an effort level) or ``model``.
 
-        Returns:
-            `value` when applied (later entries and ``status`` show it); None for an unknown
-            option or a value outside the option's vocabulary.
+        Emits ``OptionSet(option, value, result)``: `result` is `value` when applied (later
+        entries and :meth:`status` show it), None when `value` is outside the option's vocabulary.
 
         Raises:
-            RunnerError: the agent is not running.
+            DriverError: the agent is not running, `option` is none of
+                :data:`~bridge.host.events.OPTIONS`, or `value` is not a string.
         """
-        check_live(_AGENT, self._phase)
+        self._check_live()
+        if option not in OPTIONS:
+            raise DriverError(f"unknown option {option!r}")
+        if not isinstance(value, str):
+            raise DriverError("the option value must be a string")
+        applied = True
         if option == "mode" and value in PERMISSION_MODES:
             self._mode = value
         elif option == "effort" and value in EFFORT_LEVELS:
             self._effort = value
-        elif (
-            option == "model"
-            and isinstance(value, str)
-            and value.strip()
-            and len(value) <= _MAX_MODEL_LENGTH
-            and value.isprintable()
-        ):
+        elif option == "model" and _acceptable_model(value):
             self._model = value
         else:
-            return None
-        return value
+            applied = False
+        self._emit(OptionSet(option, value, value if applied else None))
 
-    async def answer_permission(
-        self,
-        request_id: str,
-        allow: bool,
-        *,
-        message: str = "",
-        always: bool = False,
-        updated_input: dict[str, Any] | None = None,
-    ) -> None:
-        """The scripted agent never asks for permission, so every id is unknown: ignored."""
-        return None
+    async def close(self, *, interrupt: bool = True) -> None:
+        """Cancel and await the serving task, release the log; idempotent, silent from here on.
 
-    async def close(self) -> None:
-        """Cancel and await the session task, release the log; idempotent, silent from here on.
+        `interrupt` makes no difference here: a scripted turn leaves nothing behind to refuse.
 
-        Cancelling the caller while it waits leaves the session task cancelled all the same.
+        Cancelling the caller while it waits leaves the serving task cancelled all the same.
         """
-        self._phase = Phase.CLOSED
+        self._phase = _Phase.CLOSED
         try:
             await self._tasks.close()
         finally:
             self._log.close()
 
-    # -- the session task ---------------------------------------------------------------------
+    def status(self) -> DriverStatus:
+        """The agent's state, options, conversation id and the inputs it owes a turn."""
+        return DriverStatus(
+            state=self._state,
+            mode=self._mode,
+            model=self._model,
+            effort=self._effort,
+            sdk_session_id=self._sdk_session_id,
+            turn_completed=self._turn_completed,
+            taken=tuple(self._taken),
+        )
 
-    def _prepare(self, cwd: Path, *, resume: bool) -> str | None:
+    # -- the serving task ---------------------------------------------------------------------
+
+    def _check_live(self) -> None:
+        if self._phase is not _Phase.READY:
+            raise DriverError(f"{_AGENT} {self._phase.value}")
+
+    def _prepare(self) -> str | None:
         """Why the agent cannot start, or None (and the SDK session id is loaded)."""
+        cwd = Path(self._spec.cwd)
         if not cwd.is_dir():
             return f"working directory {cwd} does not exist"
         markers = [(FAIL_START_MARKER, "scripted start failure")]
-        if resume:
+        if self._spec.resume:
             markers.append((FAIL_RESUME_MARKER, "scripted resume failure"))
         for name, default in markers:
             if (cwd / name).exists():
@@ -307,43 +329,44 @@ class ScriptedRunner:
         try:
             self._log_dir.mkdir(parents=True, exist_ok=True)
             self._sdk_session_id = load_or_create_sdk_session_id(
-                self._log_dir, self._session_id, self._new_id()
+                self._log_dir, self._session_id, self._spec.sdk_session_id or str(uuid.uuid4())
             )
         except OSError as exc:
             reason = exc.strerror or type(exc).__name__
-            return f"the scripted agent cannot use its log directory {self._log_dir}: {reason}"
+            return f"{_AGENT} cannot use its log directory {self._log_dir}: {reason}"
         return None
 
-    async def _run(self, first: AgentEvent) -> None:
-        """The session task: announce, then one turn per queued text until crash or close."""
+    async def _serve(self) -> str:
+        """One turn per queued input until ``crash`` or a failure; why the agent ended."""
         try:
-            self._emit(first)
-            if self._phase is not Phase.READY:
-                return
-            while await self._turn(await self._queue.get()):
+            while await self._turn(*await self._queue.get()):
                 pass
-        except asyncio.CancelledError:
-            raise
         except Exception as exc:
-            self._report_failure(exc)
+            logger.error("x scripted agent %s failed", self._session_id[:8], exc_info=exc)
+            if self._phase is _Phase.READY:
+                self._phase = _Phase.ENDED
+            return f"scripted agent failed: {type(exc).__name__}"
+        return CRASH_REASON
 
-    async def _turn(self, text: str) -> bool:
+    async def _turn(self, uid: str, text: str) -> bool:
         """Run one input; False when the agent ended (``crash``)."""
         directive = parse_directive(text)
         self._interrupted.clear()
         self._in_turn = True
         try:
-            self._emit(AgentStateChanged(self._session_id, "running"))
+            self._set_state("running")
             if isinstance(directive, Crash):
-                self._phase = Phase.ENDED
-                self._emit(AgentEnded(self._session_id, CRASH_REASON))
+                self._phase = _Phase.ENDED
                 return False
             if await self._perform(directive):
                 self._emit_entry("system", INTERRUPTED_TEXT)
         finally:
             self._in_turn = False
-        self._emit(AgentStateChanged(self._session_id, "idle"))
+        self._set_state("idle")
         self._emit_entry("system", "", {"stream_end": True})
+        self._taken.remove(uid)  # the first occurrence: inputs run in the order they were taken
+        self._turn_completed = True
+        self._emit(Answered((uid,)))
         return True
 
     async def _perform(self, directive: Directive) -> bool:
@@ -373,6 +396,26 @@ class ScriptedRunner:
             case Status():
                 effort = self._effort or "default"
                 self._emit_reply(f"mode={self._mode} effort={effort} model={self._model}")
+            case Ask(tool_name=tool_name, tool_input=tool_input):
+                request = PermissionAsked(uuid.uuid4().hex, tool_name, tool_input)
+                waiting = (
+                    "waiting_question" if tool_name == "AskUserQuestion" else "waiting_permission"
+                )
+                # The state goes first: the card is emitted inside the host's wait, after which
+                # nothing can be emitted until the answer comes.
+                self._set_state(waiting)
+                answer = await self._unless_interrupted(self._services.ask_permission(request))
+                self._set_state("running")
+                if answer is None:
+                    return True
+                self._emit_reply(permission_reply(tool_name, answer))
+            case Check(tool_name=tool_name, tool_input=tool_input):
+                verdict = await self._unless_interrupted(
+                    self._services.check_tool(uuid.uuid4().hex, tool_name, tool_input)
+                )
+                if verdict is None:
+                    return True
+                self._emit_reply(verdict_reply(verdict))
             case Invalid(message=message):
                 self._emit_entry("error", message, {"error_type": "invalid_directive"})
             case Crash():  # handled by `_turn`, which ends the agent instead
@@ -381,6 +424,24 @@ class ScriptedRunner:
                 assert_never(directive)
         return False
 
+    async def _unless_interrupted(self, waiting: Awaitable[_T]) -> _T | None:
+        """What `waiting` gives, or None when an interrupt came first.
+
+        An interrupt cancels `waiting`, which withdraws the host's wait (its ask or check); so
+        does a cancellation of the serving task (close), which is re-raised. Both tasks are
+        awaited here before it returns or raises: nothing is left running.
+        """
+        work = asyncio.ensure_future(waiting)
+        stop = asyncio.ensure_future(self._interrupted.wait())
+        try:
+            await asyncio.wait((work, stop), return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            stop.cancel()
+            if not work.done():
+                work.cancel()
+            await asyncio.wait((work, stop))
+        return None if work.cancelled() else work.result()
+
     def _assistant(self) -> dict[str, Any]:
         return {"role": "assistant", "model": self._model}
 
@@ -388,28 +449,23 @@ class ScriptedRunner:
         self._emit_entry("text", content, self._assistant())
 
     def _emit_entry(
-        self, entry_type: OutputEntryType, content: str, metadata: dict[str, Any] | None = None
+        self, entry_type: str, content: str, metadata: dict[str, Any] | None = None
     ) -> None:
-        timestamp = iso_timestamp(self._clock())
-        entry = OutputEntry(
-            entryType=entry_type, content=content, timestamp=timestamp, metadata=metadata
-        )
-        self._emit(AgentEntry(self._session_id, entry))
+        timestamp = iso_timestamp(self._services.now())
+        self._emit(Entry(make_entry(entry_type, content, timestamp, metadata)))
 
-    def _emit(self, event: AgentEvent) -> None:
-        if self._phase is not Phase.CLOSED:
-            self._emit_callback(event)
+    def _set_state(self, state: str) -> None:
+        self._state = state
+        self._emit(StateChanged(state))
 
-    def _report_failure(self, exc: Exception) -> None:
-        """A bug or a broken ``emit``: log it, end the agent, tell the daemon if it can hear."""
-        logger.error("x scripted agent %s failed", self._session_id[:8], exc_info=exc)
-        if self._phase is Phase.CLOSED:
-            return
-        self._phase = Phase.ENDED
-        try:
-            self._emit(AgentEnded(self._session_id, f"scripted agent failed: {type(exc).__name__}"))
-        except Exception:
-            logger.error("x scripted agent %s: emit failed", self._session_id[:8], exc_info=True)
+    def _emit(self, event: HostEvent) -> None:
+        if self._phase is not _Phase.CLOSED:
+            self._services.emit(event)
+
+
+def _acceptable_model(value: str) -> bool:
+    """A model name the agent takes: printable, not blank, at most 200 characters."""
+    return bool(value.strip()) and len(value) <= _MAX_MODEL_LENGTH and value.isprintable()
 
 
 def _marker_reason(path: Path, default: str) -> str:
@@ -423,21 +479,22 @@ def _marker_reason(path: Path, default: str) -> str:
     return first[:_MAX_REASON_LENGTH] or default
 
 
-def scripted_runner_factory(
-    log_dir: Path,
-    *,
-    clock: Clock = time.time,
-    new_id: Callable[[], str] = _new_sdk_session_id,
-) -> RunnerFactory:
-    """A :data:`~bridge.agents.base.RunnerFactory` of :class:`ScriptedRunner` logging to `log_dir`.
+def scripted_driver_factory(spec: DriverSpec, services: HostServices) -> ScriptedDriver:
+    """The :class:`~bridge.host.driver.DriverFactory` of the scripted agent.
 
-    Every runner of the factory shares `log_dir`, one file pair per session, so one
-    :func:`count_executions` call covers every session of a daemon run, and of its restarts when
-    they are given the same directory.
+    The log directory is ``spec.options["log_dir"]``. Every session of a daemon shares it, one
+    file pair per session, so one :func:`count_executions` call covers every session of a daemon
+    run, and of its restarts and their hosts when they are given the same directory.
+
+    Raises:
+        DriverError: the ``log_dir`` option is missing or not a non-empty string, or the session
+            id is not safe as a file name.
     """
-    directory = Path(log_dir)
+    log_dir = spec.options.get(LOG_DIR_OPTION)
+    if not isinstance(log_dir, str) or not log_dir:
+        raise DriverError(f"{_AGENT} needs the option {LOG_DIR_OPTION!r}: a directory path")
+    return ScriptedDriver(spec, services, log_dir=Path(log_dir))
 
-    def make(session_id: str, emit: Emit) -> Runner:
-        return ScriptedRunner(session_id, emit, log_dir=directory, clock=clock, new_id=new_id)
 
-    return make
+if TYPE_CHECKING:
+    _FACTORY: DriverFactory = scripted_driver_factory  # mypy proves ScriptedDriver is a Driver

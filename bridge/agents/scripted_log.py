@@ -1,17 +1,19 @@
 """The scripted agent's durable record: what it received, and its stable SDK session id.
 
 This file is to the scripted agent what the Claude Code session transcript is to the real one:
-the agent's own memory, independent of the daemon's database. The daemon reconciles its inbox
-with it after a crash (:meth:`Runner.received <bridge.agents.base.Runner.received>`), and the
-chaos tests count it to prove that every accepted input ran exactly once across ``kill -9``.
+the agent's own memory, independent of the daemon's database and of any one session host. The
+daemon reconciles its inbox with it after a crash (:meth:`Driver.received
+<bridge.host.driver.Driver.received>` answers from it, for this host and every earlier host of the
+session), and the chaos tests count it to prove that every accepted input ran exactly once across
+``kill -9``. Lean, as host-side code must be: the standard library and :mod:`bridge.host` only.
 
 Layout of the log directory, per session:
 
 - ``<session_id>.inputs.jsonl``: one line per input received, ``{"uid","text","at"}``, appended and
   fsync'd before the agent acts on it. ``json`` with ``ensure_ascii`` (not orjson), so any Python
   string, a lone surrogate included, can be logged and read back.
-- ``<session_id>.sdk-session``: the SDK session id reported in ``AgentReady``, made on first start
-  and kept, so a resumed session reports the same id.
+- ``<session_id>.sdk-session``: the SDK session id reported in ``Ready``, made on first start and
+  kept, so a resumed session reports the same id.
 
 Crash rules. A ``kill -9`` mid-append leaves a torn last line: readers skip any line that is not a
 complete JSON record, and the next writer first ends the torn line with a newline so that its own
@@ -29,7 +31,7 @@ import re
 from collections import Counter
 from pathlib import Path
 
-from .base import RunnerError
+from bridge.host.driver import DriverError
 
 __all__ = [
     "INPUTS_SUFFIX",
@@ -56,10 +58,10 @@ def validate_session_id(session_id: str) -> str:
     """Return `session_id` if it is safe as a file name in the log directory.
 
     Raises:
-        RunnerError: it is not 1-128 characters of ``A-Z a-z 0-9 . _ -`` starting alphanumeric.
+        DriverError: it is not 1-128 characters of ``A-Z a-z 0-9 . _ -`` starting alphanumeric.
     """
     if not isinstance(session_id, str) or _SESSION_ID.fullmatch(session_id) is None:
-        raise RunnerError(
+        raise DriverError(
             "session id must be 1-128 characters of letters, digits, '.', '_' or '-', "
             "starting with a letter or digit"
         )

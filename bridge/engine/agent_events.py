@@ -14,6 +14,7 @@ A runner (:mod:`bridge.agents`) reports its session's life through inputs:
 - ``AgentEnded`` — gone for good: the session ends ("Session ended unexpectedly"). An ended
   session stays listed (idle) and refuses input until a resume at the next boot.
 - ``AgentOptionSet`` — the value of mode / effort / model now in force: confirmed to the phones.
+- ``AgentAnswered`` — the agent finished the turns of these inputs: their inbox rows go.
 - ``SessionCommitted`` — a commit landed in the session's project (the heartbeat's ``committed``).
 
 Pure: the clock is ``now``.
@@ -28,11 +29,13 @@ from bridge.engine.effects import (
     Dropped,
     Effect,
     Publish,
+    RemoveInbox,
     SaveSession,
     SendToRunner,
 )
 from bridge.engine.heartbeat import Heartbeat
 from bridge.engine.inputs import (
+    AgentAnswered,
     AgentEnded,
     AgentEntry,
     AgentFailed,
@@ -215,6 +218,13 @@ class AgentEvents:
                 message = ModelConfirmedMessage(sessionId=record.session_id, model=model)
         outbox = (Publish(message, self._phones.audience()),) if message is not None else ()
         return [Commit((SaveSession(record),), outbox=outbox)]
+
+    @staticmethod
+    def answered(event: AgentAnswered) -> list[Effect]:
+        """The agent finished these inputs' turns: their inbox rows are done."""
+        if not event.uids:
+            return []
+        return [Commit((RemoveInbox(event.uids),))]
 
     def committed(self, event: SessionCommitted, now: float) -> list[Effect]:
         state = self._sessions.get(event.session_id)

@@ -92,6 +92,10 @@ class SessionCards:
         """The open cards, oldest first."""
         return list(self._cards.values())
 
+    def has(self, request_id: str) -> bool:
+        """Whether a card waits for this request."""
+        return request_id in self._cards
+
     def question_open(self) -> Card | None:
         """The open question group, if any (typed text answers it)."""
         return next((c for c in self._cards.values() if c.kind == "question"), None)

@@ -6,6 +6,7 @@ into effects, always in the same order:
 
 1. one ``Commit`` with the audit rows (``RecordDecision``) and the card's transcript lines, so
    nothing about a card leaves before it is durable;
+   — with the answers themselves (``SaveAnswer``), kept until the session host has them;
 2. the live copies of those lines;
 3. the answers to the runner (``AnswerPermission``, and ``SetRunnerOption`` when plan approval
    switches the mode).
@@ -28,10 +29,11 @@ from bridge.engine.effects import (
     Effect,
     Publish,
     RecordDecision,
+    SaveAnswer,
     StoreOp,
 )
 from bridge.engine.host import EngineConfig
-from bridge.engine.inputs import PermissionRequested, ToolBlocked
+from bridge.engine.inputs import PermissionRequested, PermissionStillPending, ToolBlocked
 from bridge.engine.phones import PhoneBook
 from bridge.engine.state import SessionState, SessionTable
 from bridge.engine.timefmt import iso
@@ -103,6 +105,41 @@ class Cards:
             agent_id=event.agent_id,
             now=now,
         )
+        return self.effects(state, result)
+
+    def on_permission_still_pending(
+        self, event: PermissionStillPending, now: float
+    ) -> list[Effect]:
+        """A restarted daemon found an ask still parked: rebuild its card in memory.
+
+        The card's lines and audit row were committed when the ask first came; only the card is
+        missing from this daemon's memory. Should the gate decide the call by itself now (the
+        mode changed meanwhile), that answer goes out like any other.
+        """
+        request = event.request
+        state = self._sessions.get(request.session_id)
+        if state is None:
+            return [
+                AnswerPermission(request.session_id, request.request_id, False, "No such session.")
+            ]
+        if state.cards.has(request.request_id):
+            return []
+        record = state.record
+        result = state.cards.request(
+            request.request_id,
+            request.tool_name,
+            request.tool_input,
+            mode=record.permission_mode or "default",
+            cwd=record.cwd,
+            roots=self._config.roots,
+            home=self._config.home,
+            description=request.description,
+            agent_id=request.agent_id,
+            now=now,
+        )
+        if not result.answers:
+            return []  # the card is back; its lines are in the transcript already
+        result.entries.clear()
         return self.effects(state, result)
 
     @staticmethod
@@ -188,6 +225,8 @@ class Cards:
     ) -> list[Effect]:
         """Audit rows and card lines (durable), their live copies, then the runner's answers."""
         ops: list[StoreOp] = [*before, *result.decisions]
+        # Every answer is durable with the decision that made it (see SaveAnswer).
+        ops.extend(SaveAnswer(a) for a in result.answers if isinstance(a, AnswerPermission))
         live: tuple[Publish, ...] = ()
         if state is not None and result.entries:
             appended = self._transcript.append(state, result.entries)

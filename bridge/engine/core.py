@@ -53,6 +53,7 @@ from bridge.engine.effects import (
     PairedPhone,
     PruneProcessed,
     Publish,
+    SaveAgentCursor,
     SessionRecord,
     StartRunner,
 )
@@ -60,6 +61,7 @@ from bridge.engine.heartbeat import Heartbeat
 from bridge.engine.host import BRIDGE_CAPABILITIES, EngineConfig
 from bridge.engine.ingest import PROCESSED_RETENTION_SECONDS, Decrypt, IngestGate
 from bridge.engine.inputs import (
+    AgentAnswered,
     AgentEnded,
     AgentEntry,
     AgentFailed,
@@ -75,13 +77,16 @@ from bridge.engine.inputs import (
     ImageRefused,
     ImageSaved,
     Input,
+    JournalRecord,
     ModelsListed,
     PairingWindowRequested,
     PermissionRequested,
+    PermissionStillPending,
     PhonePairedManually,
     PhoneUnpaired,
     ProviderProbed,
     RefreshRequested,
+    SessionCloseRequested,
     SessionCommitted,
     SyncChunkSent,
     ToolBlocked,
@@ -267,6 +272,12 @@ class Engine:
                 return agents.committed(event, now)
             case PermissionRequested():
                 return self.cards.on_permission_requested(event, now)
+            case PermissionStillPending():
+                return self.cards.on_permission_still_pending(event, now)
+            case AgentAnswered():
+                return agents.answered(event)
+            case JournalRecord():
+                return self._on_journal_record(event, now)
             case ToolBlocked():
                 return self.cards.on_tool_blocked(event, now)
             case PairingWindowRequested():
@@ -277,6 +288,8 @@ class Engine:
                 return self.pairing.unpair(event.pubkey, now)
             case RefreshRequested():
                 return self.heartbeat.publish(now)
+            case SessionCloseRequested():
+                return commands.close(CloseSessionCommand(sessionId=event.session_id), now)
             case FoldersScanned():
                 self.heartbeat.set_folders(event.folders, now)
                 return []
@@ -303,6 +316,21 @@ class Engine:
                 return commands.folder_created(event, now)
             case _:
                 assert_never(event)
+
+    def _on_journal_record(self, record: JournalRecord, now: float) -> list[Effect]:
+        """A session host's record, applied once: its seq commits with its own effects."""
+        state = self.sessions.get(record.session_id)
+        if state is None:
+            return [
+                Dropped(f"journal record {record.seq} of unknown session {record.session_id[:8]}")
+            ]
+        if record.seq <= state.record.agent_seq:
+            return [
+                Dropped(f"journal record {record.seq} of {record.session_id[:8]} applied already")
+            ]
+        self.sessions.update(state, agent_seq=record.seq)
+        effects = self.handle(record.event, now) if record.event is not None else []
+        return fold_marks((SaveAgentCursor(record.session_id, record.seq),), effects)
 
     def _on_command_event(self, received: CommandEventReceived, now: float) -> list[Effect]:
         admitted = self.admission.admit(received, now)

@@ -54,7 +54,10 @@ __all__ = [
     "Publish",
     "ReadGsdState",
     "RecordDecision",
+    "RemoveInbox",
     "Resubscribe",
+    "SaveAgentCursor",
+    "SaveAnswer",
     "SaveDeviceConfig",
     "SaveImage",
     "SavePhone",
@@ -103,6 +106,8 @@ class SessionRecord:
     context_window: int | None = None
     context_percentage: float | None = None
     seq_high: int = 0
+    agent_seq: int = 0
+    """The seq of the last record of the session host's journal applied (committed with it)."""
 
 
 # --- store operations (only inside a Commit) -------------------------------------------------
@@ -211,6 +216,32 @@ class RecordDecision:
 
 
 @dataclass(frozen=True, slots=True)
+class SaveAgentCursor:
+    """The session host's journal is applied up to `seq` (committed with that record's effects)."""
+
+    session_id: str
+    seq: int
+
+
+@dataclass(frozen=True, slots=True)
+class RemoveInbox:
+    """The agent finished the turns of these inputs: their inbox rows are done."""
+
+    uids: tuple[str, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class SaveAnswer:
+    """Keep an answer to a parked permission ask until its session host confirms it.
+
+    Committed with the decision that made it, so an answer the daemon decided is delivered even
+    if the daemon dies before the host has it (it is sent again at the next connection).
+    """
+
+    answer: AnswerPermission
+
+
+@dataclass(frozen=True, slots=True)
 class AddInbox:
     """An accepted input waiting for its runner; `uid` makes the hand-off exactly-once."""
 
@@ -237,6 +268,9 @@ StoreOp = (
     | SetCredential
     | SaveDeviceConfig
     | RecordDecision
+    | SaveAgentCursor
+    | RemoveInbox
+    | SaveAnswer
 )
 
 

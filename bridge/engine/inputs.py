@@ -15,11 +15,13 @@ from bridge.nostr.event import VerifiedEvent
 from bridge.protocol import GsdState, ModelEntry, OutputEntry
 
 __all__ = [
+    "AgentAnswered",
     "AgentEnded",
     "AgentEntry",
     "AgentFailed",
     "AgentOptionSet",
     "AgentReady",
+    "AgentRecordEvent",
     "AgentStateChanged",
     "CommandEventReceived",
     "CredentialsProbed",
@@ -30,13 +32,16 @@ __all__ = [
     "ImageRefused",
     "ImageSaved",
     "Input",
+    "JournalRecord",
     "ModelsListed",
     "PairingWindowRequested",
     "PermissionRequested",
+    "PermissionStillPending",
     "PhonePairedManually",
     "PhoneUnpaired",
     "ProviderProbed",
     "RefreshRequested",
+    "SessionCloseRequested",
     "SessionCommitted",
     "SyncChunkSent",
     "ToolBlocked",
@@ -79,6 +84,13 @@ class PhoneUnpaired:
 @dataclass(frozen=True, slots=True)
 class RefreshRequested:
     """Republish the heartbeat now (a timer, a relay reconnect, or a local request)."""
+
+
+@dataclass(frozen=True, slots=True)
+class SessionCloseRequested:
+    """``codedeck-bridge sessions close``: end a session as a phone's ``close-session`` would."""
+
+    session_id: str
 
 
 @dataclass(frozen=True, slots=True)
@@ -141,6 +153,26 @@ class PermissionRequested:
 
 
 @dataclass(frozen=True, slots=True)
+class PermissionStillPending:
+    """A permission ask still parked in the session host that a restarted daemon adopted.
+
+    Its card was created (and committed) when the ask first arrived; the engine only rebuilds the
+    card in memory so the phone's answer is taken again. Not journaled: the host re-presents it
+    to every daemon that connects until it is answered.
+    """
+
+    request: PermissionRequested
+
+
+@dataclass(frozen=True, slots=True)
+class AgentAnswered:
+    """The agent finished the turns of these inputs (their inbox uids): the rows are done."""
+
+    session_id: str
+    uids: tuple[str, ...]
+
+
+@dataclass(frozen=True, slots=True)
 class AgentOptionSet:
     """The runner answered a mode / effort / model change: `value` now in force, or None."""
 
@@ -148,6 +180,32 @@ class AgentOptionSet:
     option: str
     requested: str
     value: str | None
+
+
+AgentRecordEvent = (
+    AgentReady
+    | AgentEntry
+    | AgentStateChanged
+    | AgentFailed
+    | AgentOptionSet
+    | PermissionRequested
+    | AgentAnswered
+)
+"""What one record of a session host's journal can say to the engine."""
+
+
+@dataclass(frozen=True, slots=True)
+class JournalRecord:
+    """One record of a session host's journal, by its seq (never renumbered).
+
+    The engine applies a record once: it drops seqs up to the session's ``agent_seq`` and commits
+    the new one with the record's own effects. `event` is None for a record the engine only
+    counts (the agent exited: the runtime restarts it).
+    """
+
+    session_id: str
+    seq: int
+    event: AgentRecordEvent | None
 
 
 @dataclass(frozen=True, slots=True)
@@ -263,6 +321,7 @@ Input = (
     | PhonePairedManually
     | PhoneUnpaired
     | RefreshRequested
+    | SessionCloseRequested
     | AgentReady
     | AgentEntry
     | AgentStateChanged
@@ -270,6 +329,9 @@ Input = (
     | AgentEnded
     | AgentOptionSet
     | PermissionRequested
+    | PermissionStillPending
+    | AgentAnswered
+    | JournalRecord
     | FoldersScanned
     | FolderCreated
     | ProviderProbed

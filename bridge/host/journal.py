@@ -119,8 +119,16 @@ class Journal:
     # --- opening ---------------------------------------------------------------------------------
 
     @classmethod
-    def open(cls, path: Path, *, sync: bool = True) -> Journal:
+    def open(cls, path: Path, *, sync: bool = True, floor: int = 0) -> Journal:
         """Open (or create) the journal at `path`, recovering a torn tail.
+
+        Args:
+            path: the journal file (its directory is created 0700).
+            sync: fsync every write (False only in tests).
+            floor: the reader's cursor: every seq up to `floor` is already consumed. A journal
+                whose next seq is not above it (a new file, or one whose records were all
+                consumed and whose file was replaced) starts again at ``floor + 1``, so a new
+                record can never take a seq the reader would skip as seen.
 
         Raises:
             JournalLocked: another process has it open.
@@ -146,6 +154,14 @@ class Journal:
             os.close(fd)
             os.close(lock_fd)
             raise
+        if first_seq + len(offsets) <= floor:
+            # Every record is consumed already; start the numbering above the reader's cursor.
+            try:
+                first_seq, offsets, size = _restart_at(path, fd, floor + 1, sync=sync)
+            except OSError as exc:
+                os.close(fd)
+                os.close(lock_fd)
+                raise JournalError(f"journal {path}: {exc.strerror or exc}") from None
         recovery = Recovery(records=len(offsets), dropped_bytes=dropped)
         if dropped:
             logger.warning(
@@ -402,6 +418,17 @@ def _scan(path: Path, fd: int, *, sync: bool) -> tuple[int, list[int], int, int]
         if sync:
             os.fsync(fd)
     return first_seq, offsets, offset, dropped
+
+
+def _restart_at(path: Path, fd: int, first_seq: int, *, sync: bool) -> tuple[int, list[int], int]:
+    """Empty the journal in place and number from `first_seq` on (all it held was consumed)."""
+    # Records first, then the header: a crash in between leaves an empty journal numbered as
+    # before, which the next open restarts the same way.
+    os.ftruncate(fd, _HEADER.size)
+    _write_all(fd, _HEADER.pack(MAGIC, first_seq), 0)
+    if sync:
+        os.fsync(fd)
+    return first_seq, [], _HEADER.size
 
 
 def _any_record_after(fd: int, start: int, size: int, seq: int) -> bool:

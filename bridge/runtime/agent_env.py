@@ -7,8 +7,11 @@ tool call, and the model list.
   variables scrubbed, ``ANTHROPIC_BASE_URL`` / ``ANTHROPIC_AUTH_TOKEN`` set), looked up again at
   every spawn, restart and resume, so a deleted profile fails the session with a readable reason.
   Otherwise a key stored from the phone is used when the environment has none.
-- **Runner factory.** The scripted test agent (``agent = "scripted"``), or Claude Code (its SDK
-  is imported only then: about 2 s of imports).
+- **Runner factory.** Every session runs in a session host (:mod:`bridge.host`), a process of
+  its own that outlives the daemon; the daemon's runner of it is
+  :class:`~bridge.runtime.host_runner.HostRunner`, for Claude Code and the scripted test agent
+  (``agent = "scripted"``) alike. The host gets the agent's complete environment at each spawn
+  (start, restart, resume): the daemon's own minus systemd's variables, plus the session's.
 - **The PreToolUse check.** Claude Code runs a hook before every tool call, also the ones its own
   rules would allow: the verdict is :func:`~bridge.engine.gate.pre_tool_verdict` (pure, one
   failure policy: it never fails open). Telling whether a Write is Claude Code's own plan file
@@ -26,22 +29,33 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any, assert_never
 
-from bridge.agents.base import RunnerError, RunnerFactory, SessionSpec
-from bridge.agents.scripted import scripted_runner_factory
+from bridge.agents.base import Emit, Runner, RunnerFactory, SessionSpec
 from bridge.config import Settings
 from bridge.engine.core import Engine
 from bridge.engine.effects import SessionRecord
 from bridge.engine.gate import HookDecision, SessionFacts, pre_tool_verdict
 from bridge.engine.inputs import Input, ToolBlocked
+from bridge.host.launch import DEFAULT_ORPHAN_TIMEOUT
 from bridge.protocol import ModelEntry
+from bridge.runtime.host_launcher import HostLauncher
+from bridge.runtime.host_runner import HostRunner, HostStore
 from bridge.runtime.runners import RunnerManager
 
-__all__ = ["AgentEnvironment", "AgentLoadError", "is_plan_file_write"]
+__all__ = ["AgentEnvironment", "AgentLoadError", "base_environment", "is_plan_file_write"]
 
 logger = logging.getLogger(__name__)
 
 SERVICE_ONLY_ENV = frozenset({"NOTIFY_SOCKET", "LISTEN_FDS", "LISTEN_PID", "LISTEN_FDNAMES"})
 """systemd's variables for the daemon itself, not for the agents it spawns."""
+
+
+def base_environment(environ: Mapping[str, str]) -> dict[str, str]:
+    """The daemon's environment minus what is for the daemon alone (systemd's variables)."""
+    return {
+        name: value
+        for name, value in environ.items()
+        if name not in SERVICE_ONLY_ENV and not name.startswith("WATCHDOG_")
+    }
 
 
 class AgentLoadError(Exception):
@@ -96,49 +110,78 @@ class AgentEnvironment:
             return {"ANTHROPIC_API_KEY": key}
         return {}
 
-    async def claude_env(self, spec: SessionSpec, env: Mapping[str, str]) -> Mapping[str, str]:
-        """The Claude runner's environment hook: a provider-bound session runs on its profile."""
-        if spec.provider_id is None:
+    def agent_env(self, spec: SessionSpec) -> dict[str, str] | str:
+        """The complete environment of a session's agent for one spawn, or why it cannot run.
+
+        Looked up again at every spawn, so a deleted provider profile fails the session with a
+        readable reason, and a changed one applies at the next restart.
+        """
+        env = base_environment(os.environ)
+        record = self._engine.session(spec.session_id)
+        extra = self.session_env(record) if record is not None else dict(spec.env)
+        if isinstance(extra, str):
+            return extra
+        env.update(extra)
+        if spec.provider_id is None or self._settings.agent != "claude":
             return env
-        from bridge.agents.claude import provider_env  # the SDK loads only when Claude runs
+        from bridge.agents.claude import provider_env
 
         resolved = self._engine.resolve_provider(spec.provider_id, spec.model)
         if isinstance(resolved, str):
-            raise RunnerError(resolved)
-        return provider_env(env, resolved.base_url, resolved.token, resolved.model)
+            return resolved
+        return dict(provider_env(env, resolved.base_url, resolved.token, resolved.model))
 
     # --- runners --------------------------------------------------------------------------
 
-    def runner_factory(self) -> RunnerFactory:
-        """The runner of the configured agent.
+    def runner_factory(
+        self, launcher: HostLauncher, store: HostStore, *, log_level: str = "INFO"
+    ) -> RunnerFactory:
+        """Runners of the configured agent, each running its session in a session host.
 
         Raises:
-            AgentLoadError: Claude Code's runner cannot be imported.
+            AgentLoadError: the agent's driver cannot be imported (checked here, at start-up,
+                rather than in every host).
         """
-        if self._settings.agent == "scripted":
+        agent = self._settings.agent
+        options: dict[str, Any]
+        if agent == "scripted":
             logger.warning(
                 "sessions run the scripted test agent (agent = scripted), not Claude Code"
             )
-            return scripted_runner_factory(self._settings.home / "scripted")
-        try:  # ~2 s of imports: only when Claude Code runs the sessions
-            from bridge.agents.claude import claude_runner_factory
-        except ImportError as exc:
-            raise AgentLoadError(
-                f"the Claude Code runner cannot load ({exc}); reinstall the project "
-                '(pip install -e .) or set agent = "scripted" to run without Claude Code'
-            ) from None
-        base_env = {
-            name: value
-            for name, value in os.environ.items()
-            if name not in SERVICE_ONLY_ENV and not name.startswith("WATCHDOG_")
-        }
-        return claude_runner_factory(
-            cli_path=self._settings.claude_path,
-            base_env=base_env,
-            env_hook=self.claude_env,
-            diff_allowed=self._engine.diff_allowed,
-            tool_check=self.tool_check,
-        )
+            options = {"log_dir": str(self._settings.home / "scripted")}
+            label = "The scripted agent"
+        else:
+            try:
+                import bridge.agents.claude  # noqa: F401 - the hosts will import it
+            except ImportError as exc:
+                raise AgentLoadError(
+                    f"the Claude Code driver cannot load ({exc}); reinstall the project "
+                    '(pip install -e .) or set agent = "scripted" to run without Claude Code'
+                ) from None
+            claude_path = self._settings.claude_path
+            options = {
+                "cli_path": str(claude_path) if claude_path is not None else None,
+                "check_tools": True,
+            }
+            label = "Claude Code"
+
+        def make(session_id: str, emit: Emit) -> Runner:
+            return HostRunner(
+                session_id,
+                emit,
+                launcher=launcher,
+                agent=agent,
+                label=label,
+                env_for=self.agent_env,
+                driver_options=options,
+                tool_check=self.tool_check,
+                diff_allowed=self._engine.diff_allowed,
+                store=store,
+                orphan_timeout=DEFAULT_ORPHAN_TIMEOUT,
+                log_level=log_level,
+            )
+
+        return make
 
     def tool_check(
         self, session_id: str, tool_name: str, tool_input: dict[str, Any]
@@ -194,11 +237,12 @@ class AgentEnvironment:
         from bridge.agents.claude import fetch_models
 
         try:
-            return list(
-                await fetch_models(
-                    self._settings.workspaces[0], cli_path=self._settings.claude_path
-                )
+            choices = await fetch_models(
+                self._settings.workspaces[0],
+                env=base_environment(os.environ),
+                cli_path=self._settings.claude_path,
             )
         except Exception:
             logger.exception("! listing the Claude Code models failed")
             return []
+        return [ModelEntry(id=c.id, label=c.label) for c in choices]

@@ -47,6 +47,12 @@ def session_record(data: Mapping[str, Any]) -> SessionRecord | str:
         return "its id or cwd is not text"
     if not isinstance(record.seq_high, int) or isinstance(record.seq_high, bool):
         return "its seq_high is not a number"
+    if (
+        not isinstance(record.agent_seq, int)
+        or isinstance(record.agent_seq, bool)
+        or record.agent_seq < 0
+    ):
+        return "its agent_seq is not a non-negative number"
     return record
 
 

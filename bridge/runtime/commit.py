@@ -39,6 +39,9 @@ from bridge.engine.effects import (
     MarkProcessed,
     PruneProcessed,
     RecordDecision,
+    RemoveInbox,
+    SaveAgentCursor,
+    SaveAnswer,
     SaveDeviceConfig,
     SavePhone,
     SaveProviderProfile,
@@ -49,7 +52,7 @@ from bridge.engine.effects import (
 from bridge.logs import register_secret
 from bridge.runtime.outbound import Outbound
 from store import accounts as accounts_store
-from store import bridge_state
+from store import bridge_state, host_answers
 from store import decisions as decisions_store
 from store import device_config as device_config_store
 from store.db import BridgeDatabase
@@ -113,6 +116,24 @@ async def apply_op(db: BridgeDatabase, op: StoreOp, now: int) -> None:
                 reasons=op.reasons,
                 detail=op.detail,
             )
+        case SaveAgentCursor():
+            await bridge_state.set_agent_cursor(db, op.session_id, op.seq)
+        case RemoveInbox():
+            await bridge_state.remove_inbox(db, op.uids)
+        case SaveAnswer():
+            answer = op.answer
+            await host_answers.save_answer(
+                db,
+                answer.session_id,
+                answer.request_id,
+                {
+                    "allow": answer.allow,
+                    "message": answer.message,
+                    "always": answer.always,
+                    "updated_input": answer.updated_input,
+                },
+                now,
+            )
         case _:
             assert_never(op)
 
@@ -124,12 +145,22 @@ class Committer:
         db: the bridge database.
         outbound: seals the durable replies and sends them once they are in the outbox.
         clock: unix seconds (the inbox row's and outbox row's queued time).
+        on_cursor: told ``(session id, seq)`` once a session host's records up to `seq` are
+            committed.
     """
 
-    def __init__(self, db: BridgeDatabase, outbound: Outbound, clock: Callable[[], float]) -> None:
+    def __init__(
+        self,
+        db: BridgeDatabase,
+        outbound: Outbound,
+        clock: Callable[[], float],
+        *,
+        on_cursor: Callable[[str, int], None] | None = None,
+    ) -> None:
         self._db = db
         self._outbound = outbound
         self._clock = clock
+        self._on_cursor = on_cursor
         self.commits = 0
 
     async def commit(self, commit: Commit) -> None:
@@ -152,3 +183,8 @@ class Committer:
             raise CommitFailed(f"a commit of {kinds} failed: {type(exc).__name__}: {exc}") from exc
         self.commits += 1
         self._outbound.send(sealed)
+        if self._on_cursor is not None:
+            # Only now may a session host forget these records (it trims its journal).
+            for op in commit.ops:
+                if isinstance(op, SaveAgentCursor):
+                    self._on_cursor(op.session_id, op.seq)

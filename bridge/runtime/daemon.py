@@ -43,6 +43,7 @@ import asyncio
 import contextlib
 import logging
 import os
+import shutil
 import signal
 import uuid
 from collections.abc import Coroutine
@@ -75,11 +76,12 @@ from bridge.runtime.embedded_relay import (
 from bridge.runtime.engine_loop import EffectRunner, EngineFailure, EngineLoop
 from bridge.runtime.errands import Errands
 from bridge.runtime.git_commits import CommitWatcher
+from bridge.runtime.host_launcher import HostLauncher, stop_host
 from bridge.runtime.identity import IdentityError, load_or_create_identity
 from bridge.runtime.outbound import Outbound
 from bridge.runtime.periodic import PeriodicWork
 from bridge.runtime.registration import RegistrationError, RelayRegistration, read_token_file
-from bridge.runtime.runners import RunnerManager
+from bridge.runtime.runners import DatabaseHostStore, RunnerManager
 from bridge.runtime.sdnotify import Notifier, StatusReporter, run_watchdog, watchdog_interval
 from bridge.runtime.subscriptions import Subscriptions
 from bridge.tasks import TaskSet
@@ -95,6 +97,8 @@ RELAY_DIR_NAME = "relay"
 OUTBOX_RETRY_AGE = 60
 """Seconds a durable reply waits in the outbox before the periodic retry sends it again."""
 LOOP_STOP_WAIT = 10.0
+SETTLE_TIMEOUT = 15.0
+"""How long the phones' commands wait at start for the session hosts to be adopted."""
 """How long shutdown waits for the engine loop to finish its current input."""
 
 
@@ -113,8 +117,14 @@ class Daemon:
         runner_factory: RunnerFactory | None = None,
         *,
         clock: Clock | None = None,
+        keep_sessions: bool | None = None,
     ) -> None:
         self.settings = settings
+        # Under systemd a stop is usually a restart or an upgrade: sessions go on by default.
+        self.keep_sessions = (
+            keep_sessions if keep_sessions is not None else bool(os.environ.get("INVOCATION_ID"))
+        )
+        self.launcher = HostLauncher(settings.home)
         self.db = db
         self.keypair = keypair
         self.clock: Clock = clock or SystemClock()
@@ -196,7 +206,11 @@ class Daemon:
 
         agents = AgentEnvironment(settings, engine, lambda event: loop.feed(event))
         try:
-            factory = self._runner_factory or agents.runner_factory()
+            factory = self._runner_factory or agents.runner_factory(
+                self.launcher,
+                DatabaseHostStore(self.db),
+                log_level=logging.getLevelName(logging.getLogger().getEffectiveLevel()),
+            )
         except AgentLoadError as exc:
             raise DaemonError(str(exc)) from None
         runners = RunnerManager(
@@ -208,9 +222,16 @@ class Daemon:
             list_models=lambda: agents.list_models(runners),
         )
 
+        # Phones' commands wait until the sessions' hosts were adopted (see `settle`).
+        held: list[CommandEventReceived] | None = []
+
         def on_relay_event(received: RelayEventReceived) -> None:
             if received.event.kind == COMMAND_KIND:
-                loop.feed(CommandEventReceived(received.event))
+                command = CommandEventReceived(received.event)
+                if held is not None:
+                    held.append(command)
+                else:
+                    loop.feed(command)
 
         pool = RelayPool(
             urls, self.keypair, on_event=on_relay_event, on_open=self.outbound.on_relay_open
@@ -233,7 +254,9 @@ class Daemon:
         subscriptions = Subscriptions(pool, engine, clock.wall)
         effects = EffectRunner(
             db=self.db,
-            committer=Committer(self.db, self.outbound, clock.wall),
+            committer=Committer(
+                self.db, self.outbound, clock.wall, on_cursor=runners.cursor_committed
+            ),
             outbound=self.outbound,
             runners=runners,
             errands=errands,
@@ -261,6 +284,7 @@ class Daemon:
             await subscriptions.refresh()
             # No outbox retry here: each relay's first open re-sends what it is missing.
             await errands.scan_folders()
+            await self._stop_orphan_hosts(engine)
             try:
                 await loop.boot()
             except EngineFailure as exc:
@@ -268,6 +292,16 @@ class Daemon:
                 self._critical_exit("the boot", exc)
                 raise DaemonError(f"the boot stopped ({exc}); see the log above") from exc
             loop_task = self.tasks.spawn(loop.run(), "the engine loop", critical=True)
+            # A phone's answer to a card must find the card: the hosts re-present theirs first.
+            if not await runners.settle(SETTLE_TIMEOUT):
+                logger.warning(
+                    "! not every session host was adopted within %.0f s; phones' commands "
+                    "go through anyway",
+                    SETTLE_TIMEOUT,
+                )
+            for command in held or ():
+                loop.feed(command)
+            held = None
             self.tasks.spawn(periodic.run(), "the periodic work", critical=True)
             commits.start()
             logger.info(
@@ -312,13 +346,23 @@ class Daemon:
         if self.registration is not None:
             await self.registration.close()
         await errands.close()
-        await runners.close_all()
+        if self.keep_sessions:
+            logger.info("sessions keep running in their hosts; the next start adopts them")
+        await runners.close_all(keep=self.keep_sessions)
         if self._failure is None:
             for effect in engine.shutdown(self.clock.wall()):
                 if isinstance(effect, Publish):
                     self.outbound.send(self.outbound.seal(effect, durable=False))
         await self.outbound.close()
         await self.outbound.save_clock()
+
+    async def _stop_orphan_hosts(self, engine: Engine) -> None:
+        """Hosts of sessions the bridge no longer has (closed while they could not be told)."""
+        known = {record.session_id for record in engine.session_records()}
+        for paths in self.launcher.orphans(known):
+            logger.info("stopping the session host in %s: its session is gone", paths.root.name)
+            await stop_host(paths)
+            shutil.rmtree(paths.root, ignore_errors=True)
 
     async def _start_embedded(self) -> EmbeddedRelay:
         """The embedded relay, its write policy asking the engine who may write."""
@@ -372,6 +416,7 @@ async def run_daemon(
     *,
     stop: asyncio.Event | None = None,
     runner_factory: RunnerFactory | None = None,
+    keep_sessions: bool | None = None,
 ) -> None:
     """Run until `stop` is set or SIGINT/SIGTERM arrives.
 
@@ -391,7 +436,7 @@ async def run_daemon(
                 raise DaemonError(str(exc)) from None
             register_secret(keypair.secret_hex)
             register_secret(keypair.nsec)
-            daemon = Daemon(settings, db, keypair, runner_factory)
+            daemon = Daemon(settings, db, keypair, runner_factory, keep_sessions=keep_sessions)
             installed = _install_stop_signals(stop)
             try:
                 await daemon.serve(stop)

@@ -1,9 +1,19 @@
-"""The daemon's side of agent sessions: start, feed, steer and stop runners.
+"""The daemon's side of agent sessions: start, feed, steer, stop or leave runners.
 
 Each session's runner is driven through one per-session lock, so a resume, an input hand-off and
 a close never interleave. Hand-offs follow the exactly-once rule of :mod:`bridge.agents.base`:
-an inbox row is marked ``sent`` in the database *before* the runner gets it, and rows already
-marked ``sent`` when the daemon boots are reconciled with :meth:`Runner.received` first.
+an inbox row is marked ``sent`` in the database *before* the runner gets it, and rows marked
+``sent`` are reconciled with :meth:`Runner.received` each time the agent (re)becomes ready — at
+boot, and after its session host was restarted — before anything else is delivered. A row
+leaves the inbox when the agent reports its turn over (``AgentAnswered``).
+
+Answers to permission asks are durable (``host_answers``) from the commit that decided them
+until the runner delivered them; :class:`DatabaseHostStore` is the runners' view of that and of
+the inbox.
+
+At shutdown the daemon either closes every runner (its sessions end with it) or detaches from
+them (``--keep-sessions``, and always under systemd): session hosts keep the agents running and
+the next daemon adopts them.
 """
 
 from __future__ import annotations
@@ -18,14 +28,24 @@ from typing import Any
 
 from bridge.agents.base import AgentEvent, Emit, Runner, RunnerError, RunnerFactory, SessionSpec
 from bridge.engine.effects import AnswerPermission, SessionRecord
-from bridge.engine.inputs import AgentEnded, AgentFailed, AgentOptionSet, AgentReady, Input
+from bridge.engine.inputs import (
+    AgentEnded,
+    AgentFailed,
+    AgentOptionSet,
+    AgentReady,
+    Input,
+    JournalRecord,
+)
+from bridge.host.driver import PermissionAnswer
+from bridge.host.wire import Answer
 from bridge.protocol import ModelEntry
 from bridge.runtime.workspace import WorkspaceError, resolve_session_cwd
 from bridge.tasks import TaskSet
-from store import bridge_state
+from store import bridge_state, host_answers
+from store.bridge_state import InboxRow
 from store.db import BridgeDatabase
 
-__all__ = ["RunnerManager"]
+__all__ = ["DatabaseHostStore", "RunnerManager"]
 
 logger = logging.getLogger(__name__)
 
@@ -94,8 +114,44 @@ class RunnerManager:
     def close(self, session_id: str) -> None:
         self._spawn(self._close(session_id), f"close {session_id[:8]}")
 
-    async def close_all(self, timeout: float = 10.0) -> None:
-        """Close every runner and wait (at most `timeout`) for the runner tasks to end."""
+    async def settle(self, timeout: float) -> bool:
+        """Wait until every runner started so far has its agent's state in the engine's queue.
+
+        A runner that adopts a session host replays what the engine lacks and re-presents the
+        cards still waiting; until then a phone's answer to such a card would find no card. The
+        daemon holds the phones' commands until this returns. False when `timeout` passed first
+        (the commands are let through anyway, and a late card is shown again when it comes).
+        """
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + timeout
+        while True:
+            await self._tasks.drain(timeout=max(0.0, deadline - loop.time()))
+            waits = [
+                event.wait()
+                for runner in self._runners.values()
+                if isinstance(event := getattr(runner, "attached", None), asyncio.Event)
+                and not event.is_set()
+            ]
+            if not waits:
+                return True
+            remaining = deadline - loop.time()
+            if remaining <= 0:
+                return False
+            try:
+                async with asyncio.timeout(remaining):
+                    await asyncio.gather(*waits)
+            except TimeoutError:
+                return False
+
+    def cursor_committed(self, session_id: str, seq: int) -> None:
+        """The engine committed a session's journal records up to `seq`."""
+        acked = getattr(self._runners.get(session_id), "acked", None)
+        if callable(acked):
+            acked(seq)
+
+    async def close_all(self, timeout: float = 10.0, *, keep: bool = False) -> None:
+        """Close every runner — or, with `keep`, detach from them and leave the agents running —
+        and wait (at most `timeout`) for the runner tasks to end."""
         await self._tasks.close()
         runners = list(self._runners.items())
         self._runners.clear()
@@ -103,7 +159,7 @@ class RunnerManager:
 
         async def close_one(session_id: str, runner: Runner) -> None:
             try:
-                await runner.close()
+                await (runner.detach() if keep else runner.close())
             except Exception:
                 logger.exception("! closing runner %s failed", session_id[:8])
 
@@ -114,14 +170,21 @@ class RunnerManager:
     # --- work -------------------------------------------------------------------------------------
 
     def _emit_for(self, session_id: str) -> Emit:
-        def emit(event: AgentEvent) -> None:
-            if isinstance(event, AgentReady):
+        def emit(event: AgentEvent | Input) -> None:
+            inner = event.event if isinstance(event, JournalRecord) else event
+            if isinstance(inner, AgentReady):
                 self._ready.add(session_id)
-                if event.cwd is None and session_id in self._cwds:
+                # A (new) agent is up: what it took of the inbox is checked again first.
+                self._reconciled.discard(session_id)
+                if inner.cwd is None and session_id in self._cwds:
                     # The engine stores the directory the session really runs in, whatever
                     # the runner reports: a relative or missing request resolved here.
-                    event = dataclasses.replace(event, cwd=str(self._cwds[session_id]))
-            elif isinstance(event, AgentFailed | AgentEnded):
+                    inner = dataclasses.replace(inner, cwd=str(self._cwds[session_id]))
+                    if isinstance(event, JournalRecord):
+                        event = dataclasses.replace(event, event=inner)
+                    else:
+                        event = inner
+            elif isinstance(inner, AgentFailed | AgentEnded):
                 self._ready.discard(session_id)
             self._feed(event)
 
@@ -158,6 +221,7 @@ class RunnerManager:
                 provider_id=record.provider_id,
                 sdk_session_id=record.sdk_session_id,
                 env=env,
+                agent_seq=record.agent_seq,
             )
             try:
                 # The factory too: a runner that cannot even be built must fail the session,
@@ -190,16 +254,16 @@ class RunnerManager:
                     return
 
     async def _reconcile(self, session_id: str, runner: Runner) -> None:
-        """After a crash: rows marked sent that the agent never got go back to pending."""
+        """Rows marked sent that the agent never got go back to pending (sent again, once).
+
+        Rows it got stay ``sent`` until it reports their turn over (``AgentAnswered``): should
+        the agent die first, they are the inputs its restart note says were interrupted.
+        """
         sent = await bridge_state.inbox_rows(self._db, session_id=session_id, state="sent")
         if sent:
             received = await runner.received([row.uid for row in sent])
             lost = [row for row in sent if row.uid not in received]
-            async with self._db.transaction():
-                await bridge_state.remove_inbox(
-                    self._db, [r.uid for r in sent if r.uid in received]
-                )
-                await bridge_state.mark_inbox_pending(self._db, [row.uid for row in lost])
+            await bridge_state.mark_inbox_pending(self._db, [row.uid for row in lost])
             if lost:
                 logger.info(
                     "re-sending %d input(s) the agent of %s never received",
@@ -230,19 +294,26 @@ class RunnerManager:
                 updated_input=answer.updated_input,
             )
         except RunnerError as exc:
+            # The answer stays stored: it goes out again when the runner reconnects.
             logger.warning(
-                "! answer to %s of %s failed: %s", answer.request_id[:8], answer.session_id[:8], exc
+                "! answer to %s of %s not delivered yet: %s",
+                answer.request_id[:8],
+                answer.session_id[:8],
+                exc,
             )
+            return
+        await host_answers.delete_answer(self._db, answer.session_id, answer.request_id)
 
     async def _set_option(self, session_id: str, option: str, value: str) -> None:
+        """The runner reports the outcome itself; without one (or when it refuses) it is None."""
         runner = self._runners.get(session_id)
-        result: str | None = None
         if runner is not None:
             try:
-                result = await runner.set_option(option, value)
+                await runner.set_option(option, value)
+                return
             except RunnerError as exc:
                 logger.warning("! %s change of %s failed: %s", option, session_id[:8], exc)
-        self._feed(AgentOptionSet(session_id, option, value, result))
+        self._feed(AgentOptionSet(session_id, option, value, None))
 
     async def _close(self, session_id: str) -> None:
         async with self._lock(session_id):
@@ -254,3 +325,32 @@ class RunnerManager:
                 except Exception:
                     logger.exception("! closing runner %s failed", session_id[:8])
         self._locks.pop(session_id, None)
+
+
+class DatabaseHostStore:
+    """The runners' view of the store: stored answers and the inbox rows handed over."""
+
+    def __init__(self, db: BridgeDatabase) -> None:
+        self._db = db
+
+    async def answers(self, session_id: str) -> list[Answer]:
+        out = []
+        for request_id, raw in await host_answers.load_answers(self._db, session_id):
+            updated = raw.get("updated_input")
+            answer = PermissionAnswer(
+                allow=bool(raw.get("allow")),
+                message=str(raw.get("message") or ""),
+                always=bool(raw.get("always")),
+                updated_input=updated if isinstance(updated, dict) else None,
+            )
+            out.append(Answer(request_id, answer))
+        return out
+
+    async def answer_delivered(self, session_id: str, request_id: str) -> None:
+        await host_answers.delete_answer(self._db, session_id, request_id)
+
+    async def sent_inputs(self, session_id: str) -> list[InboxRow]:
+        return await bridge_state.inbox_rows(self._db, session_id=session_id, state="sent")
+
+    async def inputs_interrupted(self, session_id: str, uids: list[str]) -> None:
+        await bridge_state.remove_inbox(self._db, uids)

@@ -1,13 +1,16 @@
-"""The scripted agent's grammar: which texts are directives, and the `big N` content."""
+"""The scripted agent's grammar: which texts are directives, their replies, the `big N` content."""
 
 from __future__ import annotations
 
+import orjson
 import pytest
 
 from bridge.agents.scripted_directives import (
     MAX_BIG_SIZE,
     MAX_LINES,
+    Ask,
     Big,
+    Check,
     Crash,
     Directive,
     Echo,
@@ -18,11 +21,16 @@ from bridge.agents.scripted_directives import (
     Think,
     big_content,
     parse_directive,
+    permission_reply,
+    verdict_reply,
 )
+from bridge.host.driver import PermissionAnswer, ToolVerdict
 
 LINES_RANGE = f"lines takes a whole number from 1 to {MAX_LINES}"
 BIG_RANGE = f"big takes a whole number from 1 to {MAX_BIG_SIZE}"
 SLOW_RANGE = "slow takes a number of seconds from 0 to 3600"
+ASK_FORM = "ask takes a tool name, then optionally one JSON object"
+CHECK_FORM = "check takes a tool name, then optionally one JSON object"
 
 CASES: list[tuple[str, Directive]] = [
     ("hello", Echo("hello")),
@@ -65,6 +73,38 @@ CASES: list[tuple[str, Directive]] = [
     ("slow 1e2", Invalid(SLOW_RANGE)),
     ("slow -1", Invalid(SLOW_RANGE)),
     ("slow .5", Invalid(SLOW_RANGE)),
+    ("ask Bash", Ask("Bash")),
+    ("  ask\tBash \n", Ask("Bash")),
+    ('ask Bash {"command": "ls"}', Ask("Bash", {"command": "ls"})),
+    (
+        'ask Bash\n{\n  "command": "ls",\n  "n": [1, 2.5, null]\n}',
+        Ask("Bash", {"command": "ls", "n": [1, 2.5, None]}),
+    ),
+    ("ask AskUserQuestion {}", Ask("AskUserQuestion")),
+    ("ask mcp__files__read_file", Ask("mcp__files__read_file")),
+    ("ask Web_Fetch2", Ask("Web_Fetch2")),
+    ('check Bash {"command": "rm -rf /"}', Check("Bash", {"command": "rm -rf /"})),
+    ("check Write", Check("Write")),
+    ("ask me anything", Echo("ask me anything")),
+    ("ask me", Echo("ask me")),
+    ("check this out", Echo("check this out")),
+    ("check it", Echo("check it")),
+    ("ask", Echo("ask")),
+    ("Ask Bash", Echo("Ask Bash")),
+    ("ask Bash{}", Echo("ask Bash{}")),
+    ("ask Bäsh", Echo("ask Bäsh")),
+    ("ask mcp__", Echo("ask mcp__")),
+    ("ask\nBash", Echo("ask\nBash")),
+    (f"ask B{'x' * 64}", Echo(f"ask B{'x' * 64}")),
+    (f"ask B{'x' * 63}", Ask(f"B{'x' * 63}")),
+    ("ask Bash please", Invalid(ASK_FORM)),
+    ("ask Bash [1, 2]", Invalid(ASK_FORM)),
+    ('ask Bash "ls"', Invalid(ASK_FORM)),
+    ('ask Bash {"a": 1} {"b": 2}', Invalid(ASK_FORM)),
+    ('ask Bash {"a": NaN}', Invalid(ASK_FORM)),
+    ('ask Bash {"a": 1e400}', Invalid(ASK_FORM)),
+    ('ask Bash {"a": "\\ud800"}', Invalid(ASK_FORM)),
+    ("check Bash {", Invalid(CHECK_FORM)),
 ]
 
 
@@ -93,3 +133,51 @@ def test_big_content_cells_are_numbered_and_unique() -> None:
 def test_big_content_refuses_a_negative_size() -> None:
     with pytest.raises(ValueError, match="must not be negative"):
         big_content(-1)
+
+
+PERMISSION_REPLY_CASES: list[tuple[PermissionAnswer, str]] = [
+    (PermissionAnswer(allow=True), "allowed Bash"),
+    (PermissionAnswer(allow=True, always=True), "allowed Bash (always)"),
+    (PermissionAnswer(allow=False, message="too risky"), "denied Bash: too risky"),
+    (PermissionAnswer(allow=False), "denied Bash: "),
+    (PermissionAnswer(allow=False, always=True, message="no"), "denied Bash: no"),
+    (
+        PermissionAnswer(allow=True, updated_input={"command": "ls", "flags": ["-l", "-a"]}),
+        'allowed Bash input={"command":"ls","flags":["-l","-a"]}',
+    ),
+    (
+        PermissionAnswer(allow=True, always=True, updated_input={}),
+        "allowed Bash (always) input={}",
+    ),
+    (
+        PermissionAnswer(allow=False, message="edit it", updated_input={"é": "ü"}),
+        'denied Bash: edit it input={"é":"ü"}',
+    ),
+]
+
+
+@pytest.mark.parametrize(
+    ("answer", "expected"), PERMISSION_REPLY_CASES, ids=[c[1] for c in PERMISSION_REPLY_CASES]
+)
+def test_permission_reply(answer: PermissionAnswer, expected: str) -> None:
+    assert permission_reply("Bash", answer) == expected
+
+
+def test_permission_reply_input_reads_back_as_the_answer() -> None:
+    updated = {"answers": {"Which color?": 'blue, "dark"\nor light'}, "n": 1}
+    reply = permission_reply("AskUserQuestion", PermissionAnswer(True, updated_input=updated))
+    prefix = "allowed AskUserQuestion input="
+    assert reply == prefix + '{"answers":{"Which color?":"blue, \\"dark\\"\\nor light"},"n":1}'
+    assert orjson.loads(reply[len(prefix) :]) == updated
+
+
+@pytest.mark.parametrize(
+    ("verdict", "expected"),
+    [
+        (ToolVerdict("deny", "blocked by the gate"), "verdict deny: blocked by the gate"),
+        (ToolVerdict("ask", "risky"), "verdict ask: risky"),
+        (ToolVerdict("none"), "verdict none: "),
+    ],
+)
+def test_verdict_reply(verdict: ToolVerdict, expected: str) -> None:
+    assert verdict_reply(verdict) == expected

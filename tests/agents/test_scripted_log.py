@@ -7,7 +7,6 @@ from pathlib import Path
 
 import pytest
 
-from bridge.agents.base import RunnerError
 from bridge.agents.scripted_log import (
     InputLog,
     count_executions,
@@ -16,6 +15,7 @@ from bridge.agents.scripted_log import (
     read_logged_uids,
     validate_session_id,
 )
+from bridge.host.driver import DriverError
 
 AT = "2023-11-14T22:13:20.000Z"
 
@@ -89,7 +89,7 @@ def test_sdk_session_id_is_created_once_and_kept(tmp_path: Path) -> None:
     "session_id", ["", "..", "../x", "a/b", ".hidden", "x" * 129, "a b", "é", None]
 )
 def test_unsafe_session_ids_are_refused(tmp_path: Path, session_id: str) -> None:
-    with pytest.raises(RunnerError, match="session id must be 1-128 characters"):
+    with pytest.raises(DriverError, match="session id must be 1-128 characters"):
         inputs_path(tmp_path, session_id)
 
 

@@ -153,6 +153,7 @@ class World:
                 await self.daemon.stop(timeout=30)
             except Exception:
                 self.daemon.kill()
+        self.daemon.kill_hosts()  # hosts outlive a killed daemon by design
         self.policy.frozen = False
         for relay in self.relays.values():
             await relay.stop()

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from tests.integration.conftest import pair_phone
-from tests.support.daemon import DaemonProcess
+from tests.support.daemon import DaemonProcess, kill_hosts_under
 from tests.support.mock_anthropic import MockAnthropic
 from tests.support.phone import PhoneSimulator
 from tests.support.relay import LoopbackRelay
@@ -18,6 +18,13 @@ from tests.support.relay import LoopbackRelay
 def mock_api() -> Iterator[MockAnthropic]:
     with MockAnthropic() as mock:
         yield mock
+
+
+@pytest.fixture(autouse=True)
+def no_host_left_behind(tmp_path: Path) -> Iterator[None]:
+    """Session hosts outlive a killed daemon by design; a test leaves none running."""
+    yield
+    kill_hosts_under(tmp_path)
 
 
 @pytest.fixture

@@ -310,8 +310,9 @@ async def test_cli_killed_restarts_with_resume(
         for entry in Path("/proc").iterdir()
         if entry.name.isdigit() and b"claude" in _cmdline(entry)
     ]
-    children = [int(p) for p in pids if _is_child_of(int(p), claude_daemon.proc.pid)]  # type: ignore[union-attr]
-    assert children, "no Claude Code process under the daemon"
+    [host] = claude_daemon.host_pids()  # the CLI runs under the session's host
+    children = [int(p) for p in pids if _is_child_of(int(p), host)]
+    assert children, "no Claude Code process under the session host"
     mark = phone.mark()
     for pid in children:
         os.kill(pid, signal.SIGKILL)

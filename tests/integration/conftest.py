@@ -2,14 +2,21 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 
 import pytest
 
-from tests.support.daemon import DaemonProcess
+from tests.support.daemon import DaemonProcess, kill_hosts_under
 from tests.support.phone import PhoneSimulator
 from tests.support.relay import LoopbackRelay
+
+
+@pytest.fixture(autouse=True)
+def no_host_left_behind(tmp_path: Path) -> Iterator[None]:
+    """Session hosts outlive a killed daemon by design; a test leaves none running."""
+    yield
+    kill_hosts_under(tmp_path)
 
 
 @pytest.fixture

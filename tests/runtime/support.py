@@ -25,7 +25,7 @@ from typing import Any
 from bridge.agents.base import AgentEvent, Emit, RunnerError, SessionSpec
 from bridge.engine.core import Engine, EngineConfig, EngineState
 from bridge.engine.effects import Notify, PairedPhone, SessionRecord
-from bridge.engine.inputs import AgentReady, CommandEventReceived, Input
+from bridge.engine.inputs import AgentOptionSet, AgentReady, CommandEventReceived, Input
 from bridge.nostr.event import Event, sign_event
 from bridge.nostr.keys import Keypair
 from bridge.nostr.nip44 import ConversationKeyCache, conversation_key, decrypt, encrypt
@@ -349,7 +349,9 @@ class FakeRunner:
 
     async def set_option(self, option: str, value: str) -> str | None:
         self.calls.append(("set_option", option, value))
-        return self.script.option_result(option, value)
+        result = self.script.option_result(option, value)
+        self.emit(AgentOptionSet(self.session_id, option, value, result))
+        return result
 
     async def answer_permission(
         self,
@@ -367,6 +369,10 @@ class FakeRunner:
         self.closed = True
         if self.script.close_error is not None:
             raise self.script.close_error
+
+    async def detach(self) -> None:
+        self.calls.append(("detach",))
+        self.closed = True
 
     def models(self) -> list[Any]:
         return list(self.script.models)

@@ -17,6 +17,7 @@ from bridge.engine.effects import (
     AddInbox,
     AddTombstone,
     AdvanceCursor,
+    AnswerPermission,
     AppendTranscript,
     Commit,
     DeletePhone,
@@ -28,6 +29,9 @@ from bridge.engine.effects import (
     PruneProcessed,
     Publish,
     RecordDecision,
+    RemoveInbox,
+    SaveAgentCursor,
+    SaveAnswer,
     SaveDeviceConfig,
     SavePhone,
     SaveProviderProfile,
@@ -204,6 +208,33 @@ CASES = [
         RecordDecision("2026-01-01T00:00:00Z", "s-1", "Bash", "blocked", ("rm_rf",), "rm -rf /"),
         "SELECT at, session_id, tool, outcome, reasons, detail FROM decisions",
         [("2026-01-01T00:00:00Z", "s-1", "Bash", "blocked", '["rm_rf"]', "rm -rf /")],
+    ),
+    OpCase(
+        "save-agent-cursor",
+        SaveAgentCursor("s-1", 42),
+        "SELECT json_extract(record, '$.agent_seq'), json_extract(record, '$.cwd') FROM sessions",
+        [(42, "/ws/app")],  # only the cursor changes
+        setup=(SaveSession(RECORD),),
+    ),
+    OpCase(
+        "remove-inbox",
+        RemoveInbox(("u-1", "u-3")),
+        "SELECT uid FROM inbox ORDER BY rowid",
+        [("u-2",)],
+        setup=(
+            AddInbox("u-1", "s-1", "one", None),
+            AddInbox("u-2", "s-1", "two", None),
+            AddInbox("u-3", "s-2", "three", None),
+        ),
+    ),
+    OpCase(
+        "save-answer",
+        SaveAnswer(AnswerPermission("s-1", "req-1", True, always=True, updated_input={"a": 1})),
+        "SELECT session_id, request_id, json_extract(answer, '$.allow'), "
+        "json_extract(answer, '$.always'), json_extract(answer, '$.updated_input.a') "
+        "FROM host_answers",
+        [("s-1", "req-1", 1, 1, 1)],
+        setup=(SaveAnswer(AnswerPermission("s-1", "req-1", False, "no")),),  # a later one wins
     ),
 ]
 

@@ -9,6 +9,7 @@ many times each input reached the agent). Tests can stop it cleanly (SIGTERM), k
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import signal
 import sqlite3
@@ -22,9 +23,10 @@ from typing import Any
 
 from bridge.agents.scripted import count_executions
 from bridge.control.client import ControlClient
+from bridge.host.layout import HostPaths, host_alive, list_host_dirs, read_info
 from bridge.nostr.keys import Keypair
 
-__all__ = ["DaemonProcess"]
+__all__ = ["DaemonProcess", "kill_hosts_under"]
 
 REPO = Path(__file__).resolve().parents[2]
 READY_MARK = " serving "
@@ -112,6 +114,24 @@ class DaemonProcess:
             self.proc.kill()
             self.proc.wait(10)
 
+    def host_pids(self) -> list[int]:
+        """The pids of the session hosts of this home that are alive now."""
+        pids = []
+        for paths in list_host_dirs(self.home):
+            info = read_info(paths)
+            if info is not None and host_alive(info):
+                pids.append(info.pid)
+        return pids
+
+    def kill_hosts(self) -> None:
+        """``kill -9`` every session host of this home (and, by PDEATHSIG, their agents)."""
+        for pid in self.host_pids():
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
+        deadline = time.monotonic() + 10
+        while self.host_pids() and time.monotonic() < deadline:
+            time.sleep(0.02)
+
     @property
     def running(self) -> bool:
         return self.proc is not None and self.proc.poll() is None
@@ -153,8 +173,28 @@ class DaemonProcess:
         exc: BaseException | None,
         tb: TracebackType | None,
     ) -> None:
-        if self.running:
-            try:
-                await self.stop()
-            except subprocess.TimeoutExpired:
-                self.kill()
+        try:
+            if self.running:
+                try:
+                    await self.stop()
+                except subprocess.TimeoutExpired:
+                    self.kill()
+        finally:
+            # Hosts outlive a killed daemon by design; a test leaves none behind.
+            self.kill_hosts()
+
+
+def kill_hosts_under(root: Path) -> int:
+    """``kill -9`` every live session host whose directory is under `root`; how many.
+
+    The safety net of the integration and end-to-end tiers: hosts outlive a killed daemon by
+    design, and no test may leave a process behind.
+    """
+    killed = 0
+    for info_file in root.rglob("hosts/*/host.json"):
+        info = read_info(HostPaths(info_file.parent))
+        if info is not None and host_alive(info):
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(info.pid, signal.SIGKILL)
+                killed += 1
+    return killed

@@ -1,9 +1,20 @@
-"""The Claude Code runner (claude-agent-sdk): runner, SDK message adapter, provider environment.
+"""Claude Code in a session host: the driver, the CLI's protocol, its environment and records.
 
-The public names of the submodules are re-exported here; see :mod:`.runner` for how a session
-runs (and which of :mod:`.runner_state`, :mod:`.lifecycle`, :mod:`.stream` and :mod:`.tool_hooks` does
-what), :mod:`.adapter` for the entry vocabulary, :mod:`.environment` for provider-bound sessions
-and :mod:`.transcript` for the exactly-once record.
+What the daemon uses: :func:`claude_driver_factory` (the host's
+:class:`~bridge.host.driver.DriverFactory` for Claude Code), :func:`fetch_models` (the model list
+when no session is live), :func:`provider_env` / :func:`scrub_vendor_env` /
+:func:`claude_config_dir` (environments of provider-bound sessions, and where the CLI keeps its
+files) and :func:`bundled_cli_path`.
+
+One job per module: :mod:`.driver` (one CLI's lifetime), :mod:`.cli_process` (argv, environment,
+spawn and stop), :mod:`.cli_protocol` (the stream-json control protocol), :mod:`.tool_calls`
+(permission prompts and the ``PreToolUse`` check), :mod:`.permissions` (their answers),
+:mod:`.options` (mode, effort, model), :mod:`.handoff` (inputs on their way in),
+:mod:`.transcript` (the CLI's own record), :mod:`.models`, :mod:`.environment`, and
+:mod:`.adapter` / :mod:`.render` (frames → transcript entries).
+
+Lean on purpose: a session host imports this package, so nothing here loads pydantic,
+:mod:`bridge.protocol`, the daemon's stack or ``claude_agent_sdk`` (a test checks).
 """
 
 from .adapter import (
@@ -16,7 +27,37 @@ from .adapter import (
     parse_session_meta,
     strip_session_meta,
 )
-from .channel import ControlChannel, Operation, control_request
+from .cli_process import (
+    SDK_VERSION_FALLBACK,
+    STDERR_CHARS,
+    STDERR_LINES,
+    STDOUT_LIMIT,
+    CliOptions,
+    CliProcess,
+    PipeWriter,
+    build_argv,
+    bundled_cli_path,
+    cli_env,
+    exit_reason,
+    sdk_version,
+    spawn_cli,
+)
+from .cli_protocol import (
+    ControlError,
+    ControlProtocol,
+    ControlTimeout,
+    Handler,
+    LineWriter,
+    ProtocolClosed,
+)
+from .driver import (
+    EXIT_WAIT,
+    INTERRUPT_BEFORE_STOP,
+    STOP_TIMEOUT,
+    UNRESUMABLE_TEXT,
+    ClaudeDriver,
+    claude_driver_factory,
+)
 from .environment import (
     KEPT_CLAUDE_VARIABLES,
     MODEL_VARIABLES,
@@ -25,27 +66,29 @@ from .environment import (
     claude_config_dir,
     provider_env,
     scrub_vendor_env,
-    sdk_env,
 )
 from .handoff import InputHandoff
-from .lifecycle import CLOSE_TIMEOUT, CONTROL_TIMEOUT, SessionTask
-from .models import fetch_models, models_from_server_info
-from .options import MAX_MODEL_LENGTH, Call, change_effort, change_model
+from .models import fetch_models, models_from_initialize
+from .options import (
+    CONTROL_TIMEOUT,
+    MAX_MODEL_LENGTH,
+    Request,
+    applied_settings,
+    change_effort,
+    change_mode,
+    change_model,
+    requested_mode,
+    start_effort,
+    start_mode,
+)
 from .permissions import (
     ALWAYS_DESTINATION,
     DEFAULT_DENY_MESSAGE,
-    PendingPermission,
-    PermissionBroker,
-    PermissionResult,
+    UNKNOWN_VERDICT_MESSAGE,
     ToolOrder,
     always_rules,
-)
-from .process import (
-    INTERRUPT_BEFORE_STOP,
-    crash_reason,
-    kill_child,
-    session_options,
-    stop_client,
+    hook_response,
+    permission_response,
 )
 from .render import (
     DIFF_LINE_CHARS,
@@ -59,18 +102,7 @@ from .render import (
     tool_result_text,
     tool_summary,
 )
-from .runner import (
-    MAX_RESTARTS,
-    RESTART_DENY_MESSAGE,
-    TOOL_USE_WAIT,
-    ClaudeRunner,
-    EnvHook,
-    ToolCheck,
-    claude_runner_factory,
-)
-from .runner_state import AGENT_NAME, CLOSE_DENY_MESSAGE, RunnerState, iso_timestamp, short_reason
-from .stream import StreamFailed, read_messages, write_inputs
-from .tool_hooks import ToolHooks
+from .tool_calls import HOOK_CALLBACK_ID, HOOK_TIMEOUT, TOOL_USE_WAIT, ToolCalls, hooks_config
 from .transcript import (
     INPUT_UUID_NAMESPACE,
     input_uuid,
@@ -80,76 +112,84 @@ from .transcript import (
 )
 
 __all__ = [
-    "AGENT_NAME",
     "ALWAYS_DESTINATION",
     "AUTHORED_MEMORY",
     "CARD_TOOLS",
-    "CLOSE_DENY_MESSAGE",
-    "CLOSE_TIMEOUT",
     "CONTROL_TIMEOUT",
     "DEFAULT_DENY_MESSAGE",
     "DIFF_LINE_CHARS",
     "DIFF_MAX_LINES",
     "DIFF_TOOLS",
+    "EXIT_WAIT",
+    "HOOK_CALLBACK_ID",
+    "HOOK_TIMEOUT",
     "INPUT_UUID_NAMESPACE",
     "INTERRUPTED_TEXT",
     "INTERRUPT_BEFORE_STOP",
     "JSON_SUMMARY_CHARS",
     "KEPT_CLAUDE_VARIABLES",
     "MAX_MODEL_LENGTH",
-    "MAX_RESTARTS",
     "META_FIELD_CHARS",
     "MODEL_VARIABLES",
-    "RESTART_DENY_MESSAGE",
     "RESULT_MAX_CHARS",
     "SCRUBBED_PREFIXES",
     "SDK_MANAGED_VARIABLES",
+    "SDK_VERSION_FALLBACK",
+    "STDERR_CHARS",
+    "STDERR_LINES",
+    "STDOUT_LIMIT",
+    "STOP_TIMEOUT",
     "TOOL_USE_WAIT",
     "TRUNCATED_MARK",
+    "UNKNOWN_VERDICT_MESSAGE",
+    "UNRESUMABLE_TEXT",
     "Adapter",
-    "Call",
-    "ClaudeRunner",
-    "ControlChannel",
-    "EnvHook",
+    "ClaudeDriver",
+    "CliOptions",
+    "CliProcess",
+    "ControlError",
+    "ControlProtocol",
+    "ControlTimeout",
+    "Handler",
     "InputHandoff",
-    "Operation",
-    "PendingPermission",
-    "PermissionBroker",
-    "PermissionResult",
-    "RunnerState",
+    "LineWriter",
+    "PipeWriter",
+    "ProtocolClosed",
+    "Request",
     "SessionMeta",
-    "SessionTask",
-    "StreamFailed",
-    "ToolCheck",
-    "ToolHooks",
+    "ToolCalls",
     "ToolOrder",
     "always_rules",
+    "applied_settings",
+    "build_argv",
     "build_diff",
+    "bundled_cli_path",
     "change_effort",
+    "change_mode",
     "change_model",
     "claude_config_dir",
-    "claude_runner_factory",
-    "control_request",
-    "crash_reason",
+    "claude_driver_factory",
+    "cli_env",
     "diff_fallback_text",
+    "exit_reason",
     "fetch_models",
+    "hook_response",
+    "hooks_config",
     "input_uuid",
-    "iso_timestamp",
-    "kill_child",
     "last_total_cost",
-    "models_from_server_info",
+    "models_from_initialize",
     "parse_session_meta",
+    "permission_response",
     "provider_env",
-    "read_messages",
     "received_uuids",
+    "requested_mode",
     "scrub_vendor_env",
-    "sdk_env",
-    "session_options",
-    "short_reason",
-    "stop_client",
+    "sdk_version",
+    "spawn_cli",
+    "start_effort",
+    "start_mode",
     "strip_session_meta",
     "tool_result_text",
     "tool_summary",
     "transcript_paths",
-    "write_inputs",
 ]

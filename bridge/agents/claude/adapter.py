@@ -1,29 +1,34 @@
-"""SDK messages → v10 transcript entries (PROTOCOL-v10-wire.md §4.3), one session at a time.
+"""Claude Code's stream-json frames → v10 transcript entries (PROTOCOL-v10-wire.md §4.3).
 
 :class:`Adapter` is pure: no I/O, no clock (the caller passes each entry's timestamp), no logging
-of content. It is stateful because Claude Code's stream is:
+of content. It reads the CLI's frames as printed on stdout (plain JSON objects; control frames
+never reach it) and writes entries as the wire's ``OutputEntry`` JSON objects
+(:func:`~bridge.host.vocabulary.make_entry`): it imports neither pydantic nor the SDK, so that a
+session host stays lean. It is stateful because Claude Code's stream is:
 
-- **One ``AssistantMessage`` per content block.** A text block arrives before the tool call of the
-  same API message (same ``message_id``), yet its ``display_hint`` depends on that call
+- **One ``assistant`` frame per content block.** A text block arrives before the tool call of the
+  same API message (same ``message.id``), yet its ``display_hint`` depends on that call
   (``collapse`` when the message also calls tools, else ``show``). Entries of a main-thread
   message are therefore held until the message either calls a tool (they go out at once, marked
-  ``collapse``, followed by the call) or ends (another message, a user frame or the result
-  arrives: they go out as ``show``; side-band ``system`` frames such as ``status`` or
-  ``thinking_tokens`` do not end a message). Sub-agent messages (``parent_tool_use_id`` set) are always ``collapse`` and
-  never held. :meth:`Adapter.flush` releases what is held, e.g. when the stream ends.
+  ``collapse``, followed by the call) or ends (another message, a ``user`` frame or the
+  ``result`` arrives: they go out as ``show``; side-band ``system`` frames such as ``status`` or
+  ``thinking_tokens`` do not end a message). Sub-agent messages (``parent_tool_use_id`` set) are
+  always ``collapse`` and never held. :meth:`Adapter.flush` releases what is held, e.g. when the
+  stream ends.
 - **``system/init`` at the start of every turn.** Only the first becomes the
   ``"Claude Code <ver> (<model>)"`` entry.
-- **Cumulative cost.** ``ResultMessage.total_cost_usd`` adds up over the session, even across
+- **Cumulative cost.** A result's ``total_cost_usd`` adds up over the session, even across
   ``resume``; the turn's cost is the difference with the previous result
   (:attr:`Adapter.last_total_cost` is seeded from the transcript when a session is resumed).
 
 Other rules: ``AskUserQuestion`` and ``ExitPlanMode`` never show as ``tool_use`` (their cards are
 the engine's), nor do their results; thinking with no text is a redacted one (``""`` +
-``redacted:true``); an ``AssistantMessage`` carrying ``error`` is an ``error`` entry (a special
+``redacted:true``); an ``assistant`` frame carrying ``error`` is an ``error`` entry (a special
 ``auth_error`` one for ``authentication_failed``), not assistant text; a failed result adds an
 ``error`` entry unless the turn already reported its error that way, and an interrupted turn (a
 result whose ``terminal_reason`` is ``aborted_*``) a ``system`` entry ``Interrupted``; every
-result ends with ``stream_end``.
+result ends with ``stream_end``. ``stream_event``, ``rate_limit_event`` and unknown frame types
+show nothing.
 
 Session meta: the ``<!-- session-meta: {"topic", "project"} -->`` tag is stripped from every
 assistant text; the first valid one rides on the metadata of the entry it came in, as
@@ -36,33 +41,25 @@ The result entry also carries the context meter of the heartbeat: ``context_wind
 
 Echo suppression: :meth:`Adapter.authored` remembers the last 16 texts the bridge sent; a user
 message of exactly such a text is the agent's echo and is dropped (each echo consumes one).
+
+Malformed frames: a field that is missing or of the wrong type counts as absent — a content
+block without its ``type``, ``id`` or ``text`` is skipped, a frame without ``message`` has no
+content — so that one bad frame never ends a session (the SDK's parser raised, which ended its
+stream). Metadata the wire cannot carry (nested deeper than 64 levels, not JSON) is reduced to
+its flat string, bool and safe-integer values, never fatal.
 """
 
 from __future__ import annotations
 
 import json
+import math
 import re
 from collections import deque
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Final
 
-from claude_agent_sdk import (
-    AssistantMessage,
-    ResultMessage,
-    ServerToolResultBlock,
-    ServerToolUseBlock,
-    SystemMessage,
-    TextBlock,
-    ThinkingBlock,
-    ToolResultBlock,
-    ToolUseBlock,
-    UserMessage,
-)
-from pydantic import ValidationError
-
-from bridge.protocol import OutputEntry
-from bridge.protocol.enums import OutputEntryType
+from bridge.host.vocabulary import make_entry
 
 from .render import build_diff, diff_fallback_text, tool_result_text, tool_summary
 
@@ -88,6 +85,17 @@ _ABORTED: Final = frozenset({"aborted_streaming", "aborted_tools"})
 _INTERRUPT_MARKER: Final = "[Request interrupted by user"
 _LOCAL_STDOUT: Final = re.compile(r"^<local-command-stdout>(.*)</local-command-stdout>$", re.DOTALL)
 _META_TAG: Final = re.compile(r"<!--\s*session-meta:(.*?)-->", re.DOTALL)
+_TOOL_CALLS: Final = frozenset({"tool_use", "server_tool_use"})
+# The SDK's parser turned `advisor_tool_result` blocks into tool results too; other server-tool
+# result blocks (web search, …) never showed.
+_TOOL_RESULTS: Final = frozenset({"tool_result", "advisor_tool_result"})
+_TOKEN_FIELDS: Final = ("input_tokens", "cache_creation_input_tokens", "cache_read_input_tokens")
+# What the wire's free-form `metadata` may hold (bridge.protocol.primitives: MAX_JSON_DEPTH and
+# the 64-bit range orjson writes); the adapter tests validate every entry against the wire model.
+_MAX_JSON_DEPTH: Final = 64
+_INT_MIN: Final = -(2**63)
+_INT_MAX: Final = 2**64 - 1
+_SAFE_INT: Final = 2**53
 
 
 @dataclass(frozen=True, slots=True)
@@ -126,13 +134,37 @@ class _Held:
     """Entries of the current main-thread message, held until its display hint is known."""
 
     message_id: str | None
-    entries: list[OutputEntry]
+    entries: list[dict[str, Any]]
     texts: list[int]  # indexes of the assistant text entries, whose hint is still open
     released: bool  # the message called a tool: the rest of it is released at once
 
 
+@dataclass(frozen=True, slots=True)
+class _Assistant:
+    """The fields of an ``assistant`` frame the adapter reads (what the SDK's parser took)."""
+
+    blocks: list[Mapping[str, Any]]  # message.content, its JSON objects only
+    model: str | None  # message.model
+    message_id: str | None  # message.id
+    usage: Any  # message.usage
+    subagent: bool  # parent_tool_use_id is set
+    error: Any  # the frame's `error` (authentication_failed, server_error, …)
+
+    @classmethod
+    def parse(cls, frame: Mapping[str, Any]) -> _Assistant:
+        message = _mapping(frame.get("message"))
+        return cls(
+            blocks=_blocks(message.get("content")),
+            model=_str_or_none(message.get("model")),
+            message_id=_str_or_none(message.get("id")),
+            usage=message.get("usage"),
+            subagent=frame.get("parent_tool_use_id") is not None,
+            error=frame.get("error"),
+        )
+
+
 class Adapter:
-    """Converts one session's SDK messages to entries (see the module docstring).
+    """Converts one session's stream-json frames to entries (see the module docstring).
 
     Args:
         diff_allowed: asked at each Edit/Write/MultiEdit call whether the §9 diff gate is open
@@ -148,11 +180,11 @@ class Adapter:
         self._init_seen = False
         self._meta_found = False
         self._turn_error_reported = False
-        self._context: tuple[str, int] | None = None
+        self._context: tuple[str | None, int] | None = None
         self.last_total_cost: float | None = None
         """The cumulative cost of the last result (``total_cost_usd``), for the next delta."""
 
-    # -- inputs from the runner -----------------------------------------------------------------
+    # -- inputs from the driver -----------------------------------------------------------------
 
     def authored(self, text: str) -> None:
         """Remember a text the bridge sent, so that its echo is dropped."""
@@ -163,23 +195,36 @@ class Adapter:
         """Whether a session-meta tag was already reported (later ones are only stripped)."""
         return self._meta_found
 
-    def convert(self, message: object, timestamp: str) -> list[OutputEntry]:
-        """The entries `message` releases now (held ones of an earlier message included)."""
-        if isinstance(message, AssistantMessage):
-            return self._assistant(message, timestamp)
-        if isinstance(message, UserMessage):
-            return self.flush() + self._user(message, timestamp)
-        if isinstance(message, ResultMessage):
-            return self.flush() + self._result(message, timestamp)
-        if isinstance(message, SystemMessage):
+    def convert(self, frame: Mapping[str, Any], timestamp: str) -> list[dict[str, Any]]:
+        """The entries `frame` releases now (held ones of an earlier message included).
+
+        Args:
+            frame: one frame of the CLI's stdout, as parsed from JSON (no control frame).
+            timestamp: the ISO-8601 time of the new entries
+                (:func:`~bridge.host.vocabulary.iso_timestamp`).
+
+        Returns:
+            ``OutputEntry`` JSON objects, in transcript order.
+        """
+        kind = frame.get("type")
+        if kind == "assistant":
+            return self._assistant(_Assistant.parse(frame), timestamp)
+        if kind == "user":
+            return self.flush() + self._user(frame, timestamp)
+        if kind == "result":
+            return self.flush() + self._result(frame, timestamp)
+        if kind == "system":
             # Side-band frames (status, thinking_tokens, api_retry, task progress) may come
             # between the blocks of one message: only one that shows something ends it.
-            entries = self._system(message, timestamp)
+            entries = self._system(frame, timestamp)
             return self.flush() + entries if entries else []
-        return []  # rate-limit events and the like: nothing to show
+        return []  # stream events, rate-limit events, frames of a newer CLI: nothing to show
 
-    def flush(self) -> list[OutputEntry]:
-        """Release the held entries of the current message, text shown (``display_hint: show``)."""
+    def flush(self) -> list[dict[str, Any]]:
+        """Release the held entries of the current message, text shown (``display_hint: show``).
+
+        The entries keep the timestamps of the frames they came in.
+        """
         held, self._held = self._held, None
         if held is None:
             return []
@@ -190,27 +235,34 @@ class Adapter:
 
     # -- assistant ------------------------------------------------------------------------------
 
-    def _assistant(self, message: AssistantMessage, ts: str) -> list[OutputEntry]:
+    def _assistant(self, message: _Assistant, ts: str) -> list[dict[str, Any]]:
         if message.error:
             self._turn_error_reported = True
             return [*self.flush(), self._api_error(message, ts)]
-        subagent = message.parent_tool_use_id is not None
-        fresh: list[OutputEntry] = []
+        subagent = message.subagent
+        fresh: list[dict[str, Any]] = []
         calls_tool = False
-        for block in message.content:
-            if isinstance(block, (ToolUseBlock, ServerToolUseBlock)):
-                calls_tool = True
-                fresh += self._tool_use(block.name, block.id, block.input, subagent, ts)
-            elif isinstance(block, TextBlock):
-                fresh += self._text(block.text, message.model, subagent, ts)
-            elif isinstance(block, ThinkingBlock):
-                fresh.append(self._thinking(block, message.model, subagent, ts))
-            elif isinstance(block, (ToolResultBlock, ServerToolResultBlock)):
-                fresh += self._tool_result(block.tool_use_id, block.content, False, subagent, ts)
+        for block in message.blocks:
+            kind = block.get("type")
+            if kind in _TOOL_CALLS:
+                tool_id, name = block.get("id"), block.get("name")
+                if isinstance(tool_id, str) and isinstance(name, str):
+                    calls_tool = True
+                    tool_input = _mapping(block.get("input"))
+                    fresh += self._tool_use(name, tool_id, tool_input, subagent, ts)
+            elif kind == "text":
+                if isinstance(text := block.get("text"), str):
+                    fresh += self._text(text, message.model, subagent, ts)
+            elif kind == "thinking":
+                thinking = block.get("thinking")
+                thinking = thinking if isinstance(thinking, str) else ""
+                fresh.append(self._thinking(thinking, message.model, subagent, ts))
+            elif kind in _TOOL_RESULTS and isinstance(tool_id := block.get("tool_use_id"), str):
+                fresh += self._tool_result(tool_id, block.get("content"), False, subagent, ts)
         fresh += self._usage(message, ts)
         if subagent:
             return fresh  # sub-agent text is `collapse` already, nothing to wait for
-        out: list[OutputEntry] = []
+        out: list[dict[str, Any]] = []
         held = self._held
         if held is None or held.message_id is None or held.message_id != message.message_id:
             out = self.flush()
@@ -229,8 +281,8 @@ class Adapter:
             held.entries.append(entry)
         return out
 
-    def _text(self, text: str, model: str, subagent: bool, ts: str) -> list[OutputEntry]:
-        metadata: dict[str, Any] = {"role": "assistant", "model": model}
+    def _text(self, text: str, model: str | None, subagent: bool, ts: str) -> list[dict[str, Any]]:
+        metadata = _assistant_metadata(model)
         if not self._meta_found and (meta := parse_session_meta(text)) is not None:
             self._meta_found = True
             metadata["session_meta"] = {"topic": meta.topic, "project": meta.project}
@@ -242,17 +294,19 @@ class Adapter:
             metadata["subagent"] = True
         return [_entry("text", content, ts, metadata)]
 
-    def _thinking(self, block: ThinkingBlock, model: str, subagent: bool, ts: str) -> OutputEntry:
-        metadata: dict[str, Any] = {"role": "assistant", "model": model}
-        if not block.thinking:
+    def _thinking(
+        self, thinking: str, model: str | None, subagent: bool, ts: str
+    ) -> dict[str, Any]:
+        metadata = _assistant_metadata(model)
+        if not thinking:
             metadata["redacted"] = True
         if subagent:
             metadata["subagent"] = True
-        return _entry("thinking", block.thinking, ts, metadata)
+        return _entry("thinking", thinking, ts, metadata)
 
     def _tool_use(
-        self, name: str, tool_id: str, tool_input: dict[str, Any], subagent: bool, ts: str
-    ) -> list[OutputEntry]:
+        self, name: str, tool_id: str, tool_input: Mapping[str, Any], subagent: bool, ts: str
+    ) -> list[dict[str, Any]]:
         if name in CARD_TOOLS:
             self._card_tool_ids.append(tool_id)
             return []
@@ -268,14 +322,12 @@ class Adapter:
         diff = build_diff(name, tool_input)
         if diff is not None and self._diff_allowed():
             diff_meta = {k: v for k, v in metadata.items() if k != "tool_input"}
-            entries.append(
-                _entry("diff", diff_fallback_text(diff), ts, diff_meta, diff=diff.model_dump())
-            )
+            entries.append(_entry("diff", diff_fallback_text(diff), ts, diff_meta, diff=diff))
         return entries
 
     def _tool_result(
-        self, tool_id: str, content: Any, is_error: bool | None, subagent: bool, ts: str
-    ) -> list[OutputEntry]:
+        self, tool_id: str, content: Any, is_error: Any, subagent: bool, ts: str
+    ) -> list[dict[str, Any]]:
         if tool_id in self._card_tool_ids:
             return []
         metadata: dict[str, Any] = {"tool_use_id": tool_id}
@@ -285,30 +337,28 @@ class Adapter:
             metadata["subagent"] = True
         return [_entry("tool_result", tool_result_text(content), ts, metadata)]
 
-    def _usage(self, message: AssistantMessage, ts: str) -> list[OutputEntry]:
-        usage = message.usage
-        key = message.message_id
-        if not isinstance(usage, dict) or message.model == _SYNTHETIC_MODEL or key is None:
+    def _usage(self, message: _Assistant, ts: str) -> list[dict[str, Any]]:
+        usage, key = message.usage, message.message_id
+        if not isinstance(usage, Mapping) or message.model == _SYNTHETIC_MODEL or key is None:
             return []
         if key in self._usage_reported:
             return []
         self._usage_reported.append(key)
         tokens_in = sum(
-            value
-            for name in ("input_tokens", "cache_creation_input_tokens", "cache_read_input_tokens")
-            if isinstance(value := usage.get(name), int)
+            value for name in _TOKEN_FIELDS if isinstance(value := usage.get(name), int)
         )
         tokens_out = usage.get("output_tokens")
         tokens_out = tokens_out if isinstance(tokens_out, int) else 0
-        if message.parent_tool_use_id is None:
+        if not message.subagent:
             # What the model saw on this call: the context in use (what `/context` counts too).
             self._context = (message.model, tokens_in + tokens_out)
         return [
             _entry("system", f"Tokens: {tokens_in} in / {tokens_out} out", ts, {"usage": usage})
         ]
 
-    def _api_error(self, message: AssistantMessage, ts: str) -> OutputEntry:
-        text = " ".join(b.text for b in message.content if isinstance(b, TextBlock)).strip()
+    def _api_error(self, message: _Assistant, ts: str) -> dict[str, Any]:
+        texts = (block.get("text") for block in message.blocks if block.get("type") == "text")
+        text = " ".join(t for t in texts if isinstance(t, str)).strip()
         if message.error == _AUTH_ERROR:
             content = f"Authentication failed: {text or 'the API refused the credentials'}"
             return _entry("error", content, ts, {"special": "auth_error"})
@@ -318,21 +368,23 @@ class Adapter:
 
     # -- user, result, system -------------------------------------------------------------------
 
-    def _user(self, message: UserMessage, ts: str) -> list[OutputEntry]:
-        subagent = message.parent_tool_use_id is not None
-        if isinstance(message.content, str):
-            return self._user_text(message.content, ts)
-        entries: list[OutputEntry] = []
-        for block in message.content:
-            if isinstance(block, ToolResultBlock):
+    def _user(self, frame: Mapping[str, Any], ts: str) -> list[dict[str, Any]]:
+        subagent = frame.get("parent_tool_use_id") is not None
+        content = _mapping(frame.get("message")).get("content")
+        if isinstance(content, str):
+            return self._user_text(content, ts)
+        entries: list[dict[str, Any]] = []
+        for block in _blocks(content):
+            kind = block.get("type")
+            if kind == "tool_result" and isinstance(tool_id := block.get("tool_use_id"), str):
                 entries += self._tool_result(
-                    block.tool_use_id, block.content, block.is_error, subagent, ts
+                    tool_id, block.get("content"), block.get("is_error"), subagent, ts
                 )
-            elif isinstance(block, TextBlock) and not subagent:
-                entries += self._user_text(block.text, ts)
+            elif kind == "text" and not subagent and isinstance(text := block.get("text"), str):
+                entries += self._user_text(text, ts)
         return entries
 
-    def _user_text(self, text: str, ts: str) -> list[OutputEntry]:
+    def _user_text(self, text: str, ts: str) -> list[dict[str, Any]]:
         if text in self._authored:
             self._authored.remove(text)  # the echo of what the bridge sent: consumed
             return []
@@ -342,38 +394,41 @@ class Adapter:
             return [_entry("system", local.group(1).strip(), ts, {"subtype": "local_command"})]
         return [_entry("text", text, ts, {"role": "user"})]
 
-    def _result(self, message: ResultMessage, ts: str) -> list[OutputEntry]:
-        total = message.total_cost_usd
+    def _result(self, frame: Mapping[str, Any], ts: str) -> list[dict[str, Any]]:
+        total = frame.get("total_cost_usd")
         previous = self.last_total_cost
         cost = 0.0
-        if isinstance(total, (int, float)):
+        if isinstance(total, int | float) and not isinstance(total, bool):
             cost = max(0.0, total - previous) if previous is not None else float(total)
             self.last_total_cost = float(total)
-        entries: list[OutputEntry] = []
-        if message.terminal_reason in _ABORTED:
+        entries: list[dict[str, Any]] = []
+        reason = frame.get("terminal_reason")
+        if isinstance(reason, str) and reason in _ABORTED:
             entries.append(_entry("system", INTERRUPTED_TEXT, ts, {"subtype": "interrupted"}))
-        elif message.is_error:
+        elif frame.get("is_error"):
             if not self._turn_error_reported:
-                entries.append(self._result_error(message, ts))
+                entries.append(_result_error(frame, ts))
         else:
-            turns = message.num_turns
+            turns = frame.get("num_turns")
+            turns = turns if isinstance(turns, int) and not isinstance(turns, bool) else 0
+            model_usage = frame.get("modelUsage")
             metadata: dict[str, Any] = {
                 "subtype": "result",
-                "duration_ms": message.duration_ms,
+                "duration_ms": frame.get("duration_ms"),
                 "num_turns": turns,
                 "total_cost_usd": total,
                 "cost_usd": round(cost, 6),
-                "usage": message.usage,
-                "model_usage": message.model_usage,
+                "usage": frame.get("usage"),
+                "model_usage": model_usage,
             }
-            metadata.update(self._context_meter(message.model_usage))
+            metadata.update(self._context_meter(model_usage))
             text = f"Session complete — {turns} turn{'s' if turns != 1 else ''}, ${cost:.4f}"
             entries.append(_entry("system", text, ts, _drop_none(metadata)))
         self._turn_error_reported = False
         entries.append(_entry("system", "", ts, {"stream_end": True}))
         return entries
 
-    def _context_meter(self, model_usage: Mapping[str, Any] | None) -> dict[str, Any]:
+    def _context_meter(self, model_usage: Any) -> dict[str, Any]:
         """``context_window`` / ``context_percentage`` for the heartbeat, from the last call.
 
         The window is the ``contextWindow`` that ``modelUsage`` gives for the model of the last
@@ -384,7 +439,7 @@ class Adapter:
         if self._context is None or not isinstance(model_usage, Mapping):
             return {}
         model, tokens = self._context
-        usage = model_usage.get(model)
+        usage = model_usage.get(model) if model is not None else None
         candidates = [usage] if isinstance(usage, Mapping) else list(model_usage.values())
         windows = [
             w
@@ -399,43 +454,75 @@ class Adapter:
             "context_percentage": max(0, min(100, round(100 * tokens / window))),
         }
 
-    def _result_error(self, message: ResultMessage, ts: str) -> OutputEntry:
-        errors = [e for e in (message.errors or []) if isinstance(e, str) and e.strip()]
-        if errors:
-            text = "\n".join(errors)
-        elif isinstance(message.result, str) and message.result.strip():
-            text = message.result.strip()
-        else:
-            text = message.subtype
-        return _entry("error", text, ts, {"error_type": message.subtype})
-
-    def _system(self, message: SystemMessage, ts: str) -> list[OutputEntry]:
-        data = message.data
-        if message.subtype == "init" and not self._init_seen:
+    def _system(self, frame: Mapping[str, Any], ts: str) -> list[dict[str, Any]]:
+        subtype = frame.get("subtype")
+        if subtype == "init" and not self._init_seen:
             self._init_seen = True
-            model = str(data.get("model") or "unknown model")
-            version = str(data.get("claude_code_version") or "")
+            model = str(frame.get("model") or "unknown model")
+            version = str(frame.get("claude_code_version") or "")
+            tools = frame.get("tools")
             metadata = {
                 "subtype": "init",
                 "model": model,
                 "version": version or None,
-                "tools": data.get("tools") if isinstance(data.get("tools"), list) else None,
-                "permissionMode": data.get("permissionMode"),
+                "tools": tools if isinstance(tools, list) else None,
+                "permissionMode": frame.get("permissionMode"),
             }
             text = f"Claude Code {version} ({model})" if version else f"Claude Code ({model})"
             return [_entry("system", text, ts, _drop_none(metadata))]
-        if message.subtype == "compact_boundary":
+        if subtype == "compact_boundary":
             return [_entry("system", "Conversation compacted", ts, {"subtype": "compact_boundary"})]
         return []
 
 
-def _is_text(entry: OutputEntry) -> bool:
-    metadata = entry.metadata or {}
-    return entry.entryType == "text" and metadata.get("role") == "assistant"
+def _result_error(frame: Mapping[str, Any], ts: str) -> dict[str, Any]:
+    """The ``error`` entry of a failed result: its ``errors``, else its text, else its subtype."""
+    subtype = frame.get("subtype")
+    subtype = subtype if isinstance(subtype, str) and subtype else "error"
+    errors = frame.get("errors")
+    errors = (
+        [e for e in errors if isinstance(e, str) and e.strip()] if isinstance(errors, list) else []
+    )
+    result = frame.get("result")
+    if errors:
+        text = "\n".join(errors)
+    elif isinstance(result, str) and result.strip():
+        text = result.strip()
+    else:
+        text = subtype
+    return _entry("error", text, ts, {"error_type": subtype})
 
 
-def _with(entry: OutputEntry, **metadata: Any) -> OutputEntry:
-    return entry.model_copy(update={"metadata": {**(entry.metadata or {}), **metadata}})
+def _mapping(value: Any) -> Mapping[str, Any]:
+    """`value` if it is a JSON object, else an empty one (a missing or malformed field)."""
+    return value if isinstance(value, Mapping) else {}
+
+
+def _blocks(content: Any) -> list[Mapping[str, Any]]:
+    """The content blocks of a message: the JSON objects of a list (anything else has none)."""
+    if not isinstance(content, list):
+        return []
+    return [block for block in content if isinstance(block, Mapping)]
+
+
+def _str_or_none(value: Any) -> str | None:
+    return value if isinstance(value, str) else None
+
+
+def _assistant_metadata(model: str | None) -> dict[str, Any]:
+    """The metadata every assistant text and thinking entry starts from."""
+    if model is None:
+        return {"role": "assistant"}  # a frame without its model (the SDK refused those)
+    return {"role": "assistant", "model": model}
+
+
+def _is_text(entry: Mapping[str, Any]) -> bool:
+    metadata = entry.get("metadata") or {}
+    return bool(entry["entryType"] == "text" and metadata.get("role") == "assistant")
+
+
+def _with(entry: Mapping[str, Any], **metadata: Any) -> dict[str, Any]:
+    return {**entry, "metadata": {**(entry.get("metadata") or {}), **metadata}}
 
 
 def _drop_none(metadata: Mapping[str, Any]) -> dict[str, Any]:
@@ -443,24 +530,45 @@ def _drop_none(metadata: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def _entry(
-    entry_type: OutputEntryType,
+    entry_type: str,
     content: str,
     timestamp: str,
-    metadata: dict[str, Any] | None,
+    metadata: dict[str, Any],
     *,
     diff: dict[str, Any] | None = None,
-) -> OutputEntry:
+) -> dict[str, Any]:
     """An entry; metadata the wire cannot carry (too deep, not JSON) is reduced, never fatal."""
-    try:
-        return OutputEntry(
-            entryType=entry_type, content=content, timestamp=timestamp, metadata=metadata, diff=diff
-        )
-    except ValidationError:
-        flat = {
+    if not _is_json_object(metadata):
+        metadata = {
             k: v
-            for k, v in (metadata or {}).items()
-            if isinstance(v, (str, bool)) or (isinstance(v, int) and abs(v) < 2**53)
+            for k, v in metadata.items()
+            if isinstance(v, str | bool) or (isinstance(v, int) and abs(v) < _SAFE_INT)
         }
-        return OutputEntry(
-            entryType=entry_type, content=content, timestamp=timestamp, metadata=flat, diff=diff
-        )
+    return make_entry(entry_type, content, timestamp, metadata, diff)
+
+
+def _is_json_object(value: dict[str, Any]) -> bool:
+    """Whether the wire's ``metadata`` check passes: JSON values only, string keys, at most
+    64 levels deep (iterative: hostile nesting must not exhaust the stack)."""
+    stack: list[tuple[Any, int]] = [(value, 1)]
+    while stack:
+        node, depth = stack.pop()
+        if depth > _MAX_JSON_DEPTH:
+            return False
+        if isinstance(node, dict):
+            if not all(isinstance(key, str) for key in node):
+                return False
+            children = node.values()
+        else:
+            children = node
+        for child in children:
+            if child is None or isinstance(child, str | bool):
+                continue
+            if isinstance(child, dict | list):
+                stack.append((child, depth + 1))
+            elif isinstance(child, int):
+                if not _INT_MIN <= child <= _INT_MAX:
+                    return False
+            elif not isinstance(child, float) or not math.isfinite(child):
+                return False
+    return True

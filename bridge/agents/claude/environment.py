@@ -19,16 +19,12 @@ none of them selects a provider or carries a secret (:data:`KEPT_CLAUDE_VARIABLE
 - ``CLAUDE_CODE_TMPDIR``: where the CLI may write temporary files;
 - ``CLAUDE_CODE_GIT_BASH_PATH``: the shell on Windows.
 
-The SDK merges ``ClaudeAgentOptions.env`` *over* ``os.environ`` and cannot unset a variable, so
-:func:`sdk_env` turns "the environment the CLI must see" into overrides: every variable of the
-daemon's environment that must not reach the CLI is set to the empty string, which Claude Code and
-the cloud SDKs read as unset (measured: ``ANTHROPIC_API_KEY=""`` with ``ANTHROPIC_AUTH_TOKEN`` set
-sends ``Authorization: Bearer`` and no ``x-api-key``).
+The driver gives the CLI exactly the environment the daemon computed (``DriverSpec.env``), nothing
+of the host's own: no masking of inherited variables is needed.
 """
 
 from __future__ import annotations
 
-import os
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Final
@@ -41,7 +37,6 @@ __all__ = [
     "claude_config_dir",
     "provider_env",
     "scrub_vendor_env",
-    "sdk_env",
 ]
 
 SCRUBBED_PREFIXES: Final = (
@@ -83,7 +78,8 @@ SDK_MANAGED_VARIABLES: Final = frozenset(
         "CLAUDE_CODE_SDK_READS_SESSION_STATE",
     }
 )
-"""Variables the SDK sets (or drops) itself when it spawns the CLI: never overridden here."""
+"""Variables the driver sets (or drops) itself when it spawns the CLI, as the SDK does: never
+taken from the daemon's environment."""
 
 
 def _scrubbed(name: str) -> bool:
@@ -122,22 +118,6 @@ def provider_env(
     if default_model:
         env.update(dict.fromkeys(MODEL_VARIABLES, default_model))
     return env
-
-
-def sdk_env(
-    desired: Mapping[str, str], inherited: Mapping[str, str] | None = None
-) -> dict[str, str]:
-    """``ClaudeAgentOptions.env`` that makes the CLI see exactly `desired`.
-
-    `inherited` is what the SDK merges under it (``os.environ`` when None). Variables the SDK
-    manages itself (:data:`SDK_MANAGED_VARIABLES`) are left to it.
-    """
-    base = os.environ if inherited is None else inherited
-    overrides = {k: v for k, v in desired.items() if k not in SDK_MANAGED_VARIABLES}
-    for name in base:
-        if name not in desired and name not in SDK_MANAGED_VARIABLES:
-            overrides[name] = ""
-    return overrides
 
 
 def claude_config_dir(env: Mapping[str, str]) -> Path:

@@ -1,6 +1,8 @@
 """How Claude Code's tool calls read on a phone: one-line summaries, result texts and diff cards.
 
-Pure functions over the tool inputs and results the SDK hands over (JSON values). The shapes follow
+Pure functions over the tool inputs and results of the CLI's stream-json frames (JSON values), with
+nothing but the standard library and :mod:`bridge.host.vocabulary`, so that a session host can
+use them (it must not import pydantic or the wire's models). The shapes follow
 PROTOCOL-v10-wire.md §4.3:
 
 - a ``tool_use`` entry reads ``"<Tool>: <summary>"``: the command of ``Bash``, the path of the file
@@ -11,6 +13,10 @@ PROTOCOL-v10-wire.md §4.3:
   bridge does the same; real hunks would need the file before the edit): ``Edit`` gives ``del``
   lines then ``add`` lines, ``Write`` only ``add`` lines, ``MultiEdit`` separates its edits with a
   ``context`` line ``⋯``. At most 200 lines, each at most 500 characters (cut with ``…``).
+
+A diff card is the wire's ``DiffData`` as a JSON object: ``{"path", "lines": [{"type", "text"}]}``
+plus ``"truncated": true`` when lines were dropped (absent otherwise, as the wire's encoder
+writes it).
 """
 
 from __future__ import annotations
@@ -19,8 +25,7 @@ import json
 from collections.abc import Mapping
 from typing import Any, Final
 
-from bridge.protocol import DiffData, DiffLine
-from bridge.protocol.enums import DiffLineType
+from bridge.host.vocabulary import DIFF_LINE_TYPES
 
 __all__ = [
     "DIFF_LINE_CHARS",
@@ -43,6 +48,8 @@ DIFF_LINE_CHARS: Final = 500
 DIFF_TOOLS: Final = frozenset({"Edit", "Write", "MultiEdit"})
 _MULTI_EDIT_SEPARATOR: Final = "⋯"
 _SUMMARY_CHARS: Final = 200
+_ADD, _DEL, _CONTEXT = DIFF_LINE_TYPES  # "add", "del", "context": the wire's diff line types
+_PREFIX: Final[Mapping[str, str]] = {_ADD: "+", _DEL: "-", _CONTEXT: " "}
 
 # The input key whose value says best what a call does, per tool. A tool missing here (MCP tools,
 # tools of a newer CLI) is summarised by its JSON input.
@@ -122,24 +129,26 @@ def _lines(text: Any) -> list[str]:
     return body.split("\n")
 
 
-def _edit_lines(edit: Mapping[str, Any]) -> list[tuple[DiffLineType, str]]:
-    removed: list[tuple[DiffLineType, str]] = [("del", t) for t in _lines(edit.get("old_string"))]
-    added: list[tuple[DiffLineType, str]] = [("add", t) for t in _lines(edit.get("new_string"))]
+def _edit_lines(edit: Mapping[str, Any]) -> list[tuple[str, str]]:
+    removed = [(_DEL, t) for t in _lines(edit.get("old_string"))]
+    added = [(_ADD, t) for t in _lines(edit.get("new_string"))]
     return removed + added
 
 
-def build_diff(name: str, tool_input: Mapping[str, Any]) -> DiffData | None:
-    """The diff card of an ``Edit`` / ``Write`` / ``MultiEdit`` call, or None for other calls.
+def build_diff(name: str, tool_input: Mapping[str, Any]) -> dict[str, Any] | None:
+    """The diff card (``DiffData`` as JSON) of an ``Edit`` / ``Write`` / ``MultiEdit`` call.
 
-    None too when the input has no usable ``file_path`` (a malformed call is shown by its
-    ``tool_use`` entry alone).
+    Returns:
+        ``{"path", "lines": [{"type", "text"}], "truncated"?}``, or None for any other tool and
+        for an input without a usable ``file_path`` (a malformed call is shown by its
+        ``tool_use`` entry alone).
     """
     path = tool_input.get("file_path")
     if name not in DIFF_TOOLS or not isinstance(path, str) or not path:
         return None
-    raw: list[tuple[DiffLineType, str]] = []
+    raw: list[tuple[str, str]] = []
     if name == "Write":
-        raw = [("add", t) for t in _lines(tool_input.get("content"))]
+        raw = [(_ADD, t) for t in _lines(tool_input.get("content"))]
     elif name == "Edit":
         raw = _edit_lines(tool_input)
     else:
@@ -148,23 +157,26 @@ def build_diff(name: str, tool_input: Mapping[str, Any]) -> DiffData | None:
             if not isinstance(edit, Mapping):
                 continue
             if index:
-                raw.append(("context", _MULTI_EDIT_SEPARATOR))
+                raw.append((_CONTEXT, _MULTI_EDIT_SEPARATOR))
             raw.extend(_edit_lines(edit))
-    truncated = len(raw) > DIFF_MAX_LINES
-    lines = [DiffLine(type=kind, text=_cap(text)) for kind, text in raw[:DIFF_MAX_LINES]]
-    return DiffData(path=path, lines=lines, truncated=True if truncated else None)
+    diff: dict[str, Any] = {
+        "path": path,
+        "lines": [{"type": kind, "text": _cap(text)} for kind, text in raw[:DIFF_MAX_LINES]],
+    }
+    if len(raw) > DIFF_MAX_LINES:
+        diff["truncated"] = True
+    return diff
 
 
 def _cap(text: str) -> str:
     return text if len(text) <= DIFF_LINE_CHARS else text[: DIFF_LINE_CHARS - 1] + "…"
 
 
-_PREFIX: Final[Mapping[str, str]] = {"add": "+", "del": "-", "context": " "}
-
-
-def diff_fallback_text(diff: DiffData) -> str:
-    """The plain-text ``+``/``-`` rendering that goes in a diff entry's ``content``."""
-    body = "\n".join(f"{_PREFIX[line.type]}{line.text}" for line in diff.lines)
-    header = f"{diff.path}\n" if body else diff.path
-    suffix = "\n…" if diff.truncated else ""
+def diff_fallback_text(diff: Mapping[str, Any]) -> str:
+    """The plain-text ``+``/``-`` rendering of a :func:`build_diff` card, for the entry's
+    ``content`` (what a phone without diff support shows)."""
+    lines: list[Mapping[str, str]] = diff["lines"]
+    body = "\n".join(f"{_PREFIX[line['type']]}{line['text']}" for line in lines)
+    header = f"{diff['path']}\n" if body else str(diff["path"])
+    suffix = "\n…" if diff.get("truncated") else ""
     return f"{header}{body}{suffix}"

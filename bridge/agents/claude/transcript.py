@@ -15,12 +15,11 @@ their session id under any project directory (ids are UUIDs, unique across proje
   resumed session's first per-turn cost is computed.
 
 Everything else is skipped; so are lines that are not complete JSON (a crash mid-append), and a
-transcript that does not exist is an empty one. The user line is written when the CLI dequeues the
-message, before it calls the API, with a plain append (no fsync): it survives a crash of the CLI
-or of the daemon, not of the machine, which is the failure model of the exactly-once hand-off
-(``bridge.agents.base``). A separate fsync'd log on the bridge's side was considered and rejected:
-it would record "written to the CLI's stdin", which is exactly what is lost when the CLI dies with
-the message still queued.
+transcript that does not exist is an empty one. The user line is a plain append (no fsync) that
+the CLI writes about 0.1 s after it read the message (measured on 2.1.332: its session writes are
+batched), by which time the API request is already out; it survives a crash of the CLI or of the
+host, not of the machine. A message still waiting in the CLI's queue, or read less than ~0.1 s
+before the CLI died, is not in the file: it counts as not received.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Provider-bound environments: the vendor scrub, the profile's variables, SDK overrides."""
+"""Provider-bound environments: the vendor scrub, the profile's variables, the config dir."""
 
 from __future__ import annotations
 
@@ -12,7 +12,6 @@ from bridge.agents.claude import (
     claude_config_dir,
     provider_env,
     scrub_vendor_env,
-    sdk_env,
 )
 
 DAEMON_ENV = {
@@ -74,21 +73,6 @@ def test_provider_env_sets_the_profile() -> None:
 def test_provider_env_refuses_incomplete_profiles(url: str, token: str, message: str) -> None:
     with pytest.raises(ValueError, match=message):
         provider_env(DAEMON_ENV, url, token, None)
-
-
-def test_sdk_env_masks_what_must_not_reach_the_cli() -> None:
-    inherited = {
-        "A": "1",
-        "ANTHROPIC_API_KEY": "sk",
-        "CLAUDECODE": "1",
-        "CLAUDE_CODE_ENTRYPOINT": "cli",
-    }
-    desired = {"A": "1", "ANTHROPIC_AUTH_TOKEN": "tok", "CLAUDE_CODE_ENTRYPOINT": "x"}
-    assert sdk_env(desired, inherited) == {
-        "A": "1",
-        "ANTHROPIC_AUTH_TOKEN": "tok",
-        "ANTHROPIC_API_KEY": "",
-    }
 
 
 def test_claude_config_dir() -> None:

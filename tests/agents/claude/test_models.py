@@ -1,4 +1,4 @@
-"""The model list: from an initialize answer, and from a short-lived CLI."""
+"""The model list: from an initialize answer, and from a short-lived (fake) CLI."""
 
 from __future__ import annotations
 
@@ -7,15 +7,18 @@ from typing import Any
 
 import pytest
 
-from bridge.agents.claude import fetch_models, models_from_server_info
+from bridge.agents.claude import fetch_models, models_from_initialize
+from bridge.host.events import ModelChoice
+
+from .conftest import FakeCli
 
 
 @pytest.mark.parametrize(
     ("info", "expected"),
     [
-        (None, []),
-        ({}, []),
-        ({"models": "nope"}, []),
+        (None, ()),
+        ({}, ()),
+        ({"models": "nope"}, ()),
         (
             {
                 "models": [
@@ -23,17 +26,36 @@ from bridge.agents.claude import fetch_models, models_from_server_info
                     {"value": "opus", "displayName": "Opus"},
                     {"value": "opus", "displayName": "again"},
                     {"value": "", "displayName": "empty"},
-                    {"value": "haiku"},
+                    {"value": "haiku", "displayName": 3},
                     "junk",
                 ]
             },
-            [("default", "Default (recommended)"), ("opus", "Opus"), ("haiku", None)],
+            (
+                ModelChoice("default", "Default (recommended)"),
+                ModelChoice("opus", "Opus"),
+                ModelChoice("haiku", None),
+            ),
         ),
     ],
 )
-def test_models_from_server_info(info: dict[str, Any] | None, expected: list[Any]) -> None:
-    assert [(m.id, m.label) for m in models_from_server_info(info)] == expected
+def test_models_from_initialize(info: dict[str, Any] | None, expected: tuple[Any, ...]) -> None:
+    assert models_from_initialize(info) == expected
+
+
+async def test_fetch_models_asks_a_short_lived_cli(fake_cli: FakeCli, tmp_path: Path) -> None:
+    models = await fetch_models(tmp_path, env=fake_cli.env(), cli_path=fake_cli.path, timeout=10)
+    assert [m.id for m in models] == ["default", "fast", "plain"]
+    [start] = fake_cli.log("start")
+    assert "--permission-prompt-tool" not in start["argv"]
+    assert fake_cli.log("sigterm")  # stopped, not left running
 
 
 async def test_fetch_models_reports_an_unusable_cli_as_empty(tmp_path: Path) -> None:
-    assert await fetch_models(tmp_path, cli_path=tmp_path / "no-such-claude", timeout=10) == []
+    assert (
+        await fetch_models(tmp_path, env={}, cli_path=tmp_path / "no-such-claude", timeout=10) == []
+    )
+
+
+async def test_fetch_models_gives_up_on_a_silent_cli(fake_cli: FakeCli, tmp_path: Path) -> None:
+    env = fake_cli.env(FAKE_SILENT_INIT="1")
+    assert await fetch_models(tmp_path, env=env, cli_path=fake_cli.path, timeout=0.5) == []

@@ -1,92 +1,123 @@
-"""The permission broker: answers, deny-all, supersession, and the `always` rules."""
+"""Our answers to prompts and checks, the ``always`` rules, and the card's order behind its call."""
 
 from __future__ import annotations
 
+import asyncio
+from typing import Any
+
 import pytest
-from claude_agent_sdk import PermissionResultAllow, PermissionResultDeny, PermissionUpdate
-from claude_agent_sdk.types import PermissionRuleValue
 
-from bridge.agents.claude import DEFAULT_DENY_MESSAGE, PermissionBroker, always_rules
+from bridge.agents.claude import (
+    DEFAULT_DENY_MESSAGE,
+    UNKNOWN_VERDICT_MESSAGE,
+    ToolOrder,
+    always_rules,
+    hook_response,
+    permission_response,
+)
+from bridge.host.driver import PermissionAnswer, ToolVerdict
 
-
-async def test_allow_with_updated_input_and_always() -> None:
-    broker = PermissionBroker()
-    suggestion = PermissionUpdate(
-        type="addRules",
-        rules=[PermissionRuleValue("Bash", "npm test:*")],
-        behavior="allow",
-        destination="localSettings",
-    )
-    future = broker.open("toolu_1", "Bash", {"command": "npm test"}, [suggestion])
-    assert broker.answer("toolu_1", True, always=True, updated_input={"command": "npm t"})
-    outcome = future.result()
-    assert isinstance(outcome, PermissionResultAllow)
-    assert outcome.updated_input == {"command": "npm t"}
-    assert [(u.destination, u.rules) for u in outcome.updated_permissions or []] == [
-        ("localSettings", [PermissionRuleValue("Bash", "npm test:*")]),
-        ("session", [PermissionRuleValue("Bash", "npm test:*")]),
-    ]
-    assert not broker.answer("toolu_1", False)  # already answered
-    assert not broker.answer("unknown", True)
-    broker.discard("toolu_1", future)
-    assert broker.pending == {}
+BASH_SUGGESTION = {
+    "type": "addRules",
+    "rules": [{"toolName": "Bash", "ruleContent": "npm test:*", "extra": 1}],
+    "behavior": "allow",
+    "destination": "projectSettings",
+}
 
 
-async def test_deny_messages() -> None:
-    broker = PermissionBroker()
-    plain = broker.open("a", "Write", {})
-    worded = broker.open("b", "Write", {})
-    broker.answer("a", False)
-    broker.answer("b", False, message="Not that file")
-    assert plain.result() == PermissionResultDeny(message=DEFAULT_DENY_MESSAGE)
-    assert worded.result() == PermissionResultDeny(message="Not that file")
+def _rule(rules: list[dict[str, Any]], destination: str) -> dict[str, Any]:
+    return {"type": "addRules", "rules": rules, "behavior": "allow", "destination": destination}
 
 
-async def test_deny_all_and_supersession() -> None:
-    broker = PermissionBroker()
-    first = broker.open("a", "Bash", {})
-    second = broker.open("a", "Bash", {})  # the CLI asked again for the same call
-    assert isinstance(first.result(), PermissionResultDeny)
-    other = broker.open("b", "Bash", {})
-    assert broker.deny_all("Session restarted — please retry") == 2
-    assert (
-        second.result()
-        == other.result()
-        == PermissionResultDeny(message="Session restarted — please retry")
-    )
-    broker.discard("a", first)  # a stale future does not remove the newer entry
-    assert set(broker.pending) == {"a", "b"}
-
-
-@pytest.mark.parametrize("destination", [None, "session", "projectSettings"])
-def test_always_rules_use_the_cli_suggestion(destination: str | None) -> None:
-    suggestion = PermissionUpdate(
-        type="addRules",
-        rules=[PermissionRuleValue("Bash", "ls *")],
-        behavior="allow",
-        destination=destination,  # type: ignore[arg-type]
-    )
-    mode = PermissionUpdate(type="setMode", mode="acceptEdits", destination="session")
-    rules = always_rules("Bash", [mode, suggestion])
-    assert [(r.type, r.destination, r.rules) for r in rules] == [
-        ("addRules", "localSettings", [PermissionRuleValue("Bash", "ls *")]),
-        ("addRules", "session", [PermissionRuleValue("Bash", "ls *")]),
+def test_always_rules_use_the_cli_suggestion_in_both_places() -> None:
+    mode = {"type": "setMode", "mode": "acceptEdits", "destination": "session"}
+    rules = [{"toolName": "Bash", "ruleContent": "npm test:*"}]
+    assert always_rules("Bash", [mode, "junk", BASH_SUGGESTION]) == [
+        _rule(rules, "localSettings"),
+        _rule(rules, "session"),
     ]
 
 
-def test_always_rules_fall_back_to_the_whole_tool() -> None:
-    rules = always_rules("Write", [])
-    assert [r.to_dict() for r in rules] == [
+@pytest.mark.parametrize(
+    "suggestions",
+    [
+        [],
+        [{"type": "addRules", "behavior": "deny", "rules": [{"toolName": "Write"}]}],
+        [{"type": "addRules", "behavior": "allow", "rules": [{"ruleContent": "no tool"}]}],
+    ],
+)
+def test_always_rules_fall_back_to_the_whole_tool(suggestions: list[Any]) -> None:
+    assert always_rules("Write", suggestions) == [
+        _rule([{"toolName": "Write"}], "localSettings"),
+        _rule([{"toolName": "Write"}], "session"),
+    ]
+
+
+PERMISSION_CASES = [
+    (
+        "allow keeps the input",
+        PermissionAnswer(True),
+        {"behavior": "allow", "updatedInput": {"c": 1}},
+    ),
+    (
+        "allow with an updated input",
+        PermissionAnswer(True, updated_input={"answers": {"q": "a"}}),
+        {"behavior": "allow", "updatedInput": {"answers": {"q": "a"}}},
+    ),
+    (
+        "always",
+        PermissionAnswer(True, always=True),
         {
-            "type": "addRules",
-            "destination": "localSettings",
-            "rules": [{"toolName": "Write"}],
             "behavior": "allow",
+            "updatedInput": {"c": 1},
+            "updatedPermissions": always_rules("Bash", [BASH_SUGGESTION]),
         },
-        {
-            "type": "addRules",
-            "destination": "session",
-            "rules": [{"toolName": "Write"}],
-            "behavior": "allow",
-        },
-    ]
+    ),
+    ("deny", PermissionAnswer(False), {"behavior": "deny", "message": DEFAULT_DENY_MESSAGE}),
+    (
+        "deny with a message (always is moot)",
+        PermissionAnswer(False, "Not that file", always=True),
+        {"behavior": "deny", "message": "Not that file"},
+    ),
+]
+
+
+@pytest.mark.parametrize(
+    ("answer", "expected"), [c[1:] for c in PERMISSION_CASES], ids=[c[0] for c in PERMISSION_CASES]
+)
+def test_permission_response(answer: PermissionAnswer, expected: dict[str, Any]) -> None:
+    assert permission_response(answer, "Bash", {"c": 1}, [BASH_SUGGESTION]) == expected
+
+
+def _hook(decision: str, reason: str) -> dict[str, Any]:
+    return {
+        "hookSpecificOutput": {
+            "hookEventName": "PreToolUse",
+            "permissionDecision": decision,
+            "permissionDecisionReason": reason,
+        }
+    }
+
+
+@pytest.mark.parametrize(
+    ("verdict", "expected"),
+    [
+        (ToolVerdict("none", "ignored"), {}),
+        (ToolVerdict("deny", "rm -rf"), _hook("deny", "rm -rf")),
+        (ToolVerdict("ask", "a floor"), _hook("ask", "a floor")),
+        (ToolVerdict("allow", "x"), _hook("deny", UNKNOWN_VERDICT_MESSAGE)),  # fails closed
+    ],
+)
+def test_hook_response(verdict: ToolVerdict, expected: dict[str, Any]) -> None:
+    assert hook_response(verdict) == expected
+
+
+async def test_tool_order() -> None:
+    order = ToolOrder()
+    order.seen("toolu_a")
+    assert await order.wait("toolu_a", timeout=0.01)
+    waiting = asyncio.ensure_future(order.wait("toolu_b", timeout=5))
+    await asyncio.sleep(0)
+    order.seen("toolu_b")
+    assert await waiting
+    assert not await order.wait("toolu_never", timeout=0.01)

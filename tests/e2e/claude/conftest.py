@@ -1,8 +1,9 @@
-"""Fixtures for the Claude Code runner tests: one mock API per module, a harness per session.
+"""Fixtures for the Claude Code driver tests: one mock API per module, a harness per session.
 
-The harness runs a :class:`~bridge.agents.claude.ClaudeRunner` on the real bundled CLI, pointed at
+The harness runs a :class:`~bridge.agents.claude.ClaudeDriver` on the real bundled CLI, pointed at
 the module's :class:`~tests.support.mock_anthropic.MockAnthropic` with a private config dir and
-cwd under ``tmp_path``, and collects what the runner emits so tests can wait for an event.
+cwd under ``tmp_path``, with a :class:`~tests.host.fakes.FakeServices` as its host: tests read
+what the driver emitted there and answer its permission asks and tool checks by hand.
 """
 
 from __future__ import annotations
@@ -13,19 +14,17 @@ import uuid
 from collections.abc import AsyncIterator, Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
 
 import pytest
 
-from bridge.agents.base import AgentEvent, SessionSpec
-from bridge.agents.claude import ClaudeRunner, EnvHook
-from bridge.engine.inputs import AgentEntry, AgentReady
-from bridge.protocol import OutputEntry
+from bridge.agents.claude import ClaudeDriver
+from bridge.host.driver import DriverSpec
+from bridge.host.events import Entry, Failed, HostEvent, Ready
+from tests.host.fakes import WAIT, FakeServices
 from tests.support.mock_anthropic import MockAnthropic
 
-E = TypeVar("E")
-
-WAIT = 30.0  # generous: the machine has 2 shared cores; nothing here asserts on speed
+pytestmark = pytest.mark.e2e
 
 
 @pytest.fixture(scope="module")
@@ -34,108 +33,112 @@ def mock_api() -> Iterator[MockAnthropic]:
         yield mock
 
 
+def is_stream_end(event: HostEvent) -> bool:
+    return isinstance(event, Entry) and bool((event.entry.get("metadata") or {}).get("stream_end"))
+
+
 @dataclass
 class Harness:
-    """One runner plus everything it emitted, in order."""
+    """One driver, its host's services and its running ``run()``."""
 
-    runner: ClaudeRunner
-    spec: SessionSpec
+    driver: ClaudeDriver
+    spec: DriverSpec
+    services: FakeServices
     config_dir: Path
-    events: list[AgentEvent] = field(default_factory=list)
-    changed: asyncio.Event = field(default_factory=asyncio.Event)
-
-    def emit(self, event: AgentEvent) -> None:
-        self.events.append(event)
-        self.changed.set()
+    run: asyncio.Task[str | None] | None = None
+    extra: dict[str, Any] = field(default_factory=dict)
 
     @property
     def cwd(self) -> Path:
-        return self.spec.cwd
+        return Path(self.spec.cwd)
 
-    def position(self, event: AgentEvent) -> int:
-        """The index of this very event (events are values: equal ones can repeat)."""
-        return next(i for i, e in enumerate(self.events) if e is event)
+    @property
+    def events(self) -> list[HostEvent]:
+        return self.services.events
 
-    def of(self, kind: type[E]) -> list[E]:
-        return [e for e in self.events if isinstance(e, kind)]
+    def mark(self) -> int:
+        return len(self.services.events)
 
-    def entries(self, since: int = 0) -> list[OutputEntry]:
-        return [e.entry for e in self.events[since:] if isinstance(e, AgentEntry)]
+    def entries(self, since: int = 0) -> list[dict[str, Any]]:
+        return [dict(e.entry) for e in self.events[since:] if isinstance(e, Entry)]
 
     async def wait_for(
-        self, predicate: Callable[[AgentEvent], bool], *, since: int = 0, timeout: float = WAIT
-    ) -> AgentEvent:
+        self, predicate: Callable[[HostEvent], bool], *, since: int = 0, timeout: float = WAIT
+    ) -> HostEvent:
         """The first event from index `since` on that satisfies `predicate` (waits for it)."""
-        async with asyncio.timeout(timeout):
-            while True:
-                for event in self.events[since:]:
-                    if predicate(event):
-                        return event
-                self.changed.clear()
-                await self.changed.wait()
+        return await self.services.wait_for(  # type: ignore[no-any-return]
+            lambda: next((e for e in self.events[since:] if predicate(e)), None), timeout
+        )
 
-    async def wait_kind(self, kind: type[E], *, since: int = 0, timeout: float = WAIT) -> E:
-        found = await self.wait_for(lambda e: isinstance(e, kind), since=since, timeout=timeout)
-        assert isinstance(found, kind)
-        return found
+    async def turn_end(self, since: int, timeout: float = WAIT) -> HostEvent:
+        return await self.wait_for(is_stream_end, since=since, timeout=timeout)
 
-    async def turn(self, text: str, *, uid: str | None = None) -> list[OutputEntry]:
+    async def turn(self, text: str, *, uid: str | None = None) -> list[dict[str, Any]]:
         """Send `text` and wait for the end of its turn (``stream_end``): the turn's entries."""
-        mark = len(self.events)
-        await self.runner.send_input(uid or str(uuid.uuid4()), text)
-        await self.wait_for(lambda e: _is_stream_end(e), since=mark)
+        mark = self.mark()
+        self.driver.send_input(uid or str(uuid.uuid4()), text)
+        await self.turn_end(mark)
         return self.entries(mark)
 
 
-def _is_stream_end(event: AgentEvent) -> bool:
-    return isinstance(event, AgentEntry) and bool((event.entry.metadata or {}).get("stream_end"))
+def make_spec(
+    mock_api: MockAnthropic,
+    root: Path,
+    *,
+    mode: str = "default",
+    model: str | None = None,
+    effort: str | None = None,
+    sdk_session_id: str | None = None,
+    resume: bool = False,
+    check_tools: bool = False,
+    env: dict[str, str] | None = None,
+    cwd: Path | None = None,
+) -> DriverSpec:
+    if cwd is None:
+        cwd = root / "cwd"
+        cwd.mkdir(parents=True, exist_ok=True)
+    base = {**os.environ, **mock_api.cli_env(root / "config")}
+    return DriverSpec(
+        session_id=str(uuid.uuid4()),
+        cwd=str(cwd),
+        permission_mode=mode,
+        model=model,
+        effort_level=effort,
+        sdk_session_id=sdk_session_id,
+        resume=resume,
+        env=env if env is not None else base,
+        options={"check_tools": check_tools},
+    )
+
+
+async def start(spec: DriverSpec, services: FakeServices, config_dir: Path) -> Harness:
+    """A driver running `spec`, once it emitted ``Ready`` or ``Failed``."""
+    driver = ClaudeDriver(spec, services)
+    harness = Harness(driver, spec, services, config_dir)
+    run = harness.run = asyncio.ensure_future(driver.run())
+    await services.wait_for(lambda: services.of(Ready) or services.of(Failed) or run.done())
+    return harness
 
 
 @pytest.fixture
 async def session_factory(
     mock_api: MockAnthropic, tmp_path: Path
 ) -> AsyncIterator[Callable[..., Any]]:
-    """``await session_factory(mode=..., env_hook=..., ...)`` → a started, ready :class:`Harness`."""
+    """``await session_factory(mode=..., ...)`` → a started, ready :class:`Harness`."""
     harnesses: list[Harness] = []
 
-    async def make(
-        *,
-        mode: str = "default",
-        model: str | None = None,
-        effort: str | None = None,
-        env_hook: EnvHook | None = None,
-        diff: bool = False,
-        extra_env: dict[str, str] | None = None,
-        name: str | None = None,
-    ) -> Harness:
-        name = name or f"s{len(harnesses)}"
-        cwd = tmp_path / name / "cwd"
-        cwd.mkdir(parents=True)
-        config_dir = tmp_path / name / "config"
-        base_env = {**os.environ, **mock_api.cli_env(config_dir), **(extra_env or {})}
-        spec = SessionSpec(
-            session_id=str(uuid.uuid4()),
-            cwd=cwd,
-            permission_mode=mode,
-            model=model,
-            effort_level=effort,
-        )
-        harness: Harness
-        runner = ClaudeRunner(
-            spec.session_id,
-            lambda event: harness.emit(event),
-            base_env=base_env,
-            env_hook=env_hook,
-            diff_allowed=lambda: diff,
-        )
-        harness = Harness(runner, spec, config_dir)
+    async def make(*, services: FakeServices | None = None, **kwargs: Any) -> Harness:
+        root = tmp_path / f"s{len(harnesses)}"
+        spec = make_spec(mock_api, root, **kwargs)
+        harness = await start(spec, services or FakeServices(), root / "config")
         harnesses.append(harness)
-        await runner.start(spec, resume=False)
-        await harness.wait_kind(AgentReady)
+        assert harness.services.of(Ready), harness.services.events
         return harness
 
     try:
         yield make
     finally:
         for harness in harnesses:
-            await harness.runner.close()
+            await harness.driver.close()
+            if harness.run is not None:
+                await asyncio.wait_for(harness.run, WAIT)

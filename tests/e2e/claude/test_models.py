@@ -5,8 +5,12 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+import pytest
+
 from bridge.agents.claude import fetch_models
 from tests.support.mock_anthropic import MockAnthropic
+
+pytestmark = pytest.mark.e2e
 
 
 async def test_fetch_models_asks_a_short_lived_cli(tmp_path: Path) -> None:
@@ -15,3 +19,4 @@ async def test_fetch_models_asks_a_short_lived_cli(tmp_path: Path) -> None:
         models = await fetch_models(tmp_path, env=env)
         assert mock.message_requests() == []  # no API request for the list
     assert {"default", "opus", "sonnet", "haiku"} <= {m.id for m in models}
+    assert all(m.label for m in models)

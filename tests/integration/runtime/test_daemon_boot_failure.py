@@ -15,7 +15,6 @@ from typing import Any
 import pytest
 from websockets.asyncio.client import ClientConnection, connect
 
-from bridge.agents.scripted import scripted_runner_factory
 from bridge.config import load_settings
 from bridge.engine.core import Engine
 from bridge.nostr.keys import Keypair
@@ -47,12 +46,11 @@ async def test_a_failing_boot_stops_the_daemon_and_says_why(
             workspace.mkdir()
             settings = load_settings(
                 flags={"home": str(home), "relays": [relay.url], "workspaces": [str(workspace)]},
-                env={},
+                env={"CODEDECK_AGENT": "scripted"},
             )
             await pair_a_phone(settings.home)
-            factory = scripted_runner_factory(tmp_path / "log")
             with pytest.raises(DaemonError, match=r"the boot stopped .*boot broke"):
-                await run_daemon(settings, runner_factory=factory)
+                await run_daemon(settings)
             acquire_lock(settings.home).release()  # the home is free again
         await asyncio.sleep(0.5)  # anything the shutdown sent has reached us by now
         reader.cancel()

@@ -1,0 +1,153 @@
+"""What the daemon tells a new session host: one JSON line on the host's stdin.
+
+The launch spec travels on a pipe, never in a file or on the command line: it holds the agent's
+complete environment, provider tokens included, and a pipe is read once and gone (a file would
+stay on disk, argv is world-readable in ``/proc``). The host answers on stdout with one line —
+``{"ok": true, "pid": …}`` once it serves its socket, or ``{"ok": false, "error": …}`` — and
+then closes stdout; its stderr is its log file from the first byte on.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Final
+
+import orjson
+
+from bridge.host.driver import DriverSpec
+
+__all__ = [
+    "AGENTS",
+    "DEFAULT_ORPHAN_TIMEOUT",
+    "LaunchError",
+    "LaunchSpec",
+    "decode_launch",
+    "encode_launch",
+]
+
+AGENTS: Final = frozenset({"claude", "scripted"})
+"""The agent kinds a host can run (the driver modules it imports by name)."""
+DEFAULT_ORPHAN_TIMEOUT: Final = 3600.0
+"""Seconds a host whose agent is idle waits for a daemon before it stops by itself."""
+
+
+class LaunchError(ValueError):
+    """The launch spec is not valid; the text says why (never its values)."""
+
+
+@dataclass(frozen=True, slots=True)
+class LaunchSpec:
+    """A host's orders.
+
+    Attributes:
+        agent: one of :data:`AGENTS`.
+        home: the bridge home (the host's directory is derived from it and the session id).
+        driver: what the agent starts with.
+        orphan_timeout: seconds without a daemon, agent idle, before the host stops by itself.
+        log_level: the host log's level name (``INFO``, ``DEBUG``).
+        seq_floor: the daemon's cursor for the session: the journal numbers above it.
+    """
+
+    agent: str
+    home: Path
+    driver: DriverSpec
+    orphan_timeout: float = DEFAULT_ORPHAN_TIMEOUT
+    log_level: str = "INFO"
+    seq_floor: int = 0
+
+
+def encode_launch(spec: LaunchSpec) -> bytes:
+    """`spec` as one JSON line."""
+    driver = spec.driver
+    return (
+        orjson.dumps(
+            {
+                "agent": spec.agent,
+                "home": str(spec.home),
+                "orphan_timeout": spec.orphan_timeout,
+                "log_level": spec.log_level,
+                "seq_floor": spec.seq_floor,
+                "driver": {
+                    "session_id": driver.session_id,
+                    "cwd": driver.cwd,
+                    "permission_mode": driver.permission_mode,
+                    "model": driver.model,
+                    "effort_level": driver.effort_level,
+                    "sdk_session_id": driver.sdk_session_id,
+                    "resume": driver.resume,
+                    "env": dict(driver.env),
+                    "options": dict(driver.options),
+                },
+            }
+        )
+        + b"\n"
+    )
+
+
+def decode_launch(line: bytes) -> LaunchSpec:
+    """The launch spec of one line.
+
+    Raises:
+        LaunchError: not JSON, an unknown agent, or a field of the wrong type.
+    """
+    try:
+        raw = orjson.loads(line)
+    except orjson.JSONDecodeError:
+        raise LaunchError("the launch spec is not JSON") from None
+    if not isinstance(raw, dict) or not isinstance(raw.get("driver"), dict):
+        raise LaunchError("the launch spec must be an object with a driver object")
+    agent = raw.get("agent")
+    if agent not in AGENTS:
+        raise LaunchError(f"unknown agent {agent!r}")
+    home = _str(raw, "home")
+    timeout = raw.get("orphan_timeout", DEFAULT_ORPHAN_TIMEOUT)
+    if not isinstance(timeout, (int, float)) or isinstance(timeout, bool) or timeout <= 0:
+        raise LaunchError("orphan_timeout must be a positive number")
+    level = raw.get("log_level", "INFO")
+    if not isinstance(level, str):
+        raise LaunchError("log_level must be a string")
+    floor = raw.get("seq_floor", 0)
+    if not isinstance(floor, int) or isinstance(floor, bool) or floor < 0:
+        raise LaunchError("seq_floor must be a non-negative integer")
+    d: Mapping[str, Any] = raw["driver"]
+    env = d.get("env", {})
+    if not isinstance(env, dict) or not all(
+        isinstance(k, str) and isinstance(v, str) for k, v in env.items()
+    ):
+        raise LaunchError("driver.env must map strings to strings")
+    options = d.get("options", {})
+    if not isinstance(options, dict):
+        raise LaunchError("driver.options must be an object")
+    resume = d.get("resume", False)
+    if not isinstance(resume, bool):
+        raise LaunchError("driver.resume must be a boolean")
+    driver = DriverSpec(
+        session_id=_str(d, "session_id"),
+        cwd=_str(d, "cwd"),
+        permission_mode=_str(d, "permission_mode"),
+        model=_opt_str(d, "model"),
+        effort_level=_opt_str(d, "effort_level"),
+        sdk_session_id=_opt_str(d, "sdk_session_id"),
+        resume=resume,
+        env=env,
+        options=options,
+    )
+    if not driver.session_id:
+        raise LaunchError("driver.session_id must not be empty")
+    return LaunchSpec(str(agent), Path(home), driver, float(timeout), level, floor)
+
+
+def _str(raw: Mapping[str, Any], name: str) -> str:
+    value = raw.get(name)
+    if not isinstance(value, str):
+        raise LaunchError(f"{name} must be a string")
+    return value
+
+
+def _opt_str(raw: Mapping[str, Any], name: str) -> str | None:
+    value = raw.get(name)
+    if value is not None and not isinstance(value, str):
+        raise LaunchError(f"{name} must be a string or null")
+    return value
