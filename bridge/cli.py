@@ -1,9 +1,18 @@
 """The ``codedeck-bridge`` command line.
 
 Commands: ``run`` (the daemon); ``status``, ``pair``, ``phones``, ``unpair`` and ``sessions``
-(through the running daemon's control socket); ``decisions``, ``config show`` and ``keys show``
-(offline: they read the configuration and the database read-only, daemon running or not);
-``doctor`` (checks with a fix for each failure); ``service install|uninstall|show`` (systemd).
+(through the running daemon's control socket); ``sessions close`` (through the daemon, or on the
+store and the session hosts directly when none runs); ``decisions``, ``config show`` and ``keys
+show`` (offline: they read the configuration and the database read-only, daemon running or
+not); ``doctor`` (checks with a fix for each failure); ``service install|uninstall|show``
+(systemd).
+
+Sessions outlive the daemon (each runs in a session host, see ``bridge.host``). ``run`` decides
+what its own stop does to them: under systemd it leaves them running for the next start to
+adopt (a stop is usually a restart or an upgrade); in the foreground Ctrl-C closes their hosts,
+which stops their agents (the sessions stay and resume at the next start), unless
+``--keep-sessions``; ``--close-sessions`` forces that under systemd too. ``sessions close`` is
+what ends a session for good.
 
 ``decisions`` reads the database directly rather than through the daemon: the audit log must be
 readable while the daemon is stopped (after an incident, say), and WAL lets it read a running
@@ -14,7 +23,8 @@ one line on stderr with what to do, and exit with a status scripts can rely on:
 
 - 0: success;
 - 1: the operation failed (for example the daemon stopped on an error);
-- 2: usage or configuration error.
+- 2: usage or configuration error;
+- 130: interrupted (Ctrl-C) while a command waited.
 
 No Python traceback is shown for a user error; unexpected errors are logged with their traceback,
 because those are bugs to report.
@@ -38,6 +48,7 @@ from bridge.config import ConfigError, Settings, default_home, describe, load_se
 from bridge.control.cli_commands import CONTROL_COMMANDS, add_control_commands, run_control_command
 from bridge.control.client import ControlClient, ControlError, DaemonNotRunning, not_running_message
 from bridge.control.render import safe_text
+from bridge.control.sessions_close import run_sessions_close
 from bridge.doctor.command import add_doctor_command, run_doctor_command
 from bridge.logs import LOG_FORMATS, configure_logging
 from bridge.service import add_service_commands, run_service_command
@@ -79,10 +90,34 @@ def build_parser() -> argparse.ArgumentParser:
         description=(
             "Run the bridge daemon in the foreground. Settings come from flags, then "
             "CODEDECK_* environment variables, then <home>/config.toml, then defaults. "
-            "With no relay configured, the bridge serves an embedded relay and uses it."
+            "With no relay configured, the bridge serves an embedded relay and uses it. "
+            "Each session runs in a session host of its own. When the daemon stops (Ctrl-C, "
+            "SIGTERM) it closes the hosts, which stops their agents (a turn in progress is cut "
+            "short; the sessions stay listed and resume at the next start), except under "
+            "systemd, where it leaves them running for the next start to adopt. "
+            "--keep-sessions and --close-sessions choose either way; `codedeck-bridge "
+            "sessions close` ends sessions for good."
         ),
     )
     _add_home(run)
+    keep = run.add_mutually_exclusive_group()
+    keep.add_argument(
+        "--keep-sessions",
+        dest="keep_sessions",
+        action="store_const",
+        const=True,
+        default=None,
+        help="on Ctrl-C/SIGTERM leave the sessions running in their hosts; the next "
+        "`codedeck-bridge run` adopts them (the default under systemd)",
+    )
+    keep.add_argument(
+        "--close-sessions",
+        dest="keep_sessions",
+        action="store_const",
+        const=False,
+        help="on Ctrl-C/SIGTERM close every session's host, stopping its agent; the "
+        "sessions resume at the next start (the default in the foreground)",
+    )
     run.add_argument(
         "--relay",
         dest="relays",
@@ -155,7 +190,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
         print(f"codedeck-bridge: {exc}", file=sys.stderr)
         return EXIT_USAGE
     try:
-        asyncio.run(run_daemon(settings))
+        asyncio.run(run_daemon(settings, keep_sessions=args.keep_sessions))
     except (DaemonError, StoreError) as exc:
         print(f"codedeck-bridge: {exc}", file=sys.stderr)
         return EXIT_FAILURE
@@ -199,11 +234,44 @@ def main(argv: Sequence[str] | None = None) -> int:
 def _add_ops_commands(sub: Any) -> None:
     sessions = sub.add_parser(
         "sessions",
-        help="list the sessions of the running daemon",
-        description="List the running daemon's sessions with their state (via its control socket).",
+        help="list the sessions of the running daemon, or close sessions",
+        description=(
+            "List the running daemon's sessions with their state (via its control socket). "
+            "`sessions close ID` or `sessions close --all` ends sessions."
+        ),
     )
     _add_home(sessions)
     sessions.add_argument("--json", action="store_true", help="print the sessions as a JSON array")
+    actions = sessions.add_subparsers(dest="sessions_action", metavar="ACTION")
+    close = actions.add_parser(
+        "close",
+        help="close a session (or every one): its host stops its agent and exits",
+        description=(
+            "Close a session, or every session with --all, as the phone's close does: the "
+            "session ends, its host stops its agent and exits, and the phones see it removed. "
+            "With a daemon running this goes through it and waits until the hosts are gone; "
+            "with none, the sessions are removed from the store and their hosts stopped here "
+            "(the phones learn it when the bridge starts next)."
+        ),
+    )
+    target = close.add_mutually_exclusive_group(required=True)
+    target.add_argument(
+        "session_id", nargs="?", metavar="ID", help="the session (`codedeck-bridge sessions`)"
+    )
+    target.add_argument("--all", action="store_true", help="close every session")
+    # SUPPRESS: `sessions --home X close` and `sessions close --home X` both work.
+    close.add_argument(
+        "--home",
+        default=argparse.SUPPRESS,
+        metavar="DIR",
+        help="the bridge's home directory (default: $CODEDECK_HOME or ~/.codedeck)",
+    )
+    close.add_argument(
+        "--json",
+        action="store_true",
+        default=argparse.SUPPRESS,
+        help="print the closed session ids as JSON",
+    )
 
     decisions = sub.add_parser(
         "decisions",
@@ -298,6 +366,8 @@ def _home_of(args: argparse.Namespace) -> Path:
 
 def _cmd_sessions(args: argparse.Namespace) -> int:
     home = _home_of(args)
+    if args.sessions_action == "close":
+        return run_sessions_close(args, home)
 
     async def call() -> Any:
         async with await ControlClient.connect(home) as client:

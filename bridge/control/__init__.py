@@ -9,7 +9,9 @@ the first request is ``initialize`` with the control protocol version. The layer
   the daemon implements;
 - `connection` — the server and client state machines (the ``initialize`` handshake), sans-I/O;
 - `server` / `client` — the asyncio I/O around them;
-- `render` / `cli_commands` — the CLI commands ``status``, ``pair``, ``phones``, ``unpair``.
+- `render` / `cli_commands` — the CLI commands ``status``, ``pair``, ``phones``, ``unpair``;
+- `hosts` — the session hosts as ``host.json`` and ``/proc`` tell them (``status``);
+- `sessions_close` — ``sessions close ID|--all``, through the daemon or, with none, directly.
 """
 
 from bridge.control.cli_commands import CONTROL_COMMANDS, add_control_commands, run_control_command
@@ -41,14 +43,18 @@ from bridge.control.framing import (
     FramingError,
     encode_frame,
 )
+from bridge.control.hosts import live_host_pids, running_hosts, session_host
 from bridge.control.methods import (
     CONTROL_PROTOCOL_VERSION,
     DEFAULT_PAIR_WINDOW,
     MAX_LABEL_LENGTH,
+    MAX_SESSION_ID_LENGTH,
     MAX_WAIT,
     METHODS,
     ControlHandler,
     HandlerError,
+    HostsSummary,
+    HostStatus,
     MethodSpec,
     PairNpubResult,
     PairOpenResult,
@@ -56,6 +62,7 @@ from bridge.control.methods import (
     PhoneInfo,
     RelayInfo,
     SessionInfo,
+    SessionsCloseResult,
     StatusResult,
     UnpairResult,
     iso_timestamp,
@@ -98,8 +105,19 @@ from bridge.control.server import (
     ControlSocketError,
     control_socket_path,
 )
+from bridge.control.sessions_close import (
+    CLOSE_WAIT,
+    ClosedSessions,
+    CloseError,
+    SessionsStillOpen,
+    close_sessions,
+    closed_json,
+    closed_lines,
+    run_sessions_close,
+)
 
 __all__ = [
+    "CLOSE_WAIT",
     "CONNECT_TIMEOUT",
     "CONTROL_COMMANDS",
     "CONTROL_PROTOCOL_VERSION",
@@ -112,6 +130,7 @@ __all__ = [
     "MAX_BODY_BYTES",
     "MAX_HEADER_BYTES",
     "MAX_LABEL_LENGTH",
+    "MAX_SESSION_ID_LENGTH",
     "MAX_WAIT",
     "METHODS",
     "METHOD_NOT_FOUND",
@@ -123,6 +142,8 @@ __all__ = [
     "Call",
     "ClientConnection",
     "Close",
+    "CloseError",
+    "ClosedSessions",
     "ConnectionState",
     "ControlClient",
     "ControlError",
@@ -134,6 +155,8 @@ __all__ = [
     "FrameDecoder",
     "FramingError",
     "HandlerError",
+    "HostStatus",
+    "HostsSummary",
     "JsonId",
     "MethodSpec",
     "PairNpubResult",
@@ -151,15 +174,21 @@ __all__ = [
     "ServerConnection",
     "ServerEvent",
     "SessionInfo",
+    "SessionsCloseResult",
+    "SessionsStillOpen",
     "StatusResult",
     "UnpairResult",
     "add_control_commands",
+    "close_sessions",
+    "closed_json",
+    "closed_lines",
     "control_socket_path",
     "dumps",
     "encode_frame",
     "format_duration",
     "format_moment",
     "iso_timestamp",
+    "live_host_pids",
     "mismatch_message",
     "not_running_message",
     "parse_request",
@@ -169,9 +198,12 @@ __all__ = [
     "render_qr",
     "render_status",
     "run_control_command",
+    "run_sessions_close",
+    "running_hosts",
     "safe_text",
     "serialize_error",
     "serialize_request",
     "serialize_result",
+    "session_host",
     "version_major",
 ]

@@ -1,5 +1,8 @@
 """The CLI commands that talk to a running daemon: ``status``, ``pair``, ``phones``, ``unpair``.
 
+``status`` also works without a daemon: it says so, and counts the session hosts still running
+under the home (they outlive the daemon; the next start adopts them).
+
 They live beside the control client rather than in ``bridge/cli.py`` so that the command line's
 skeleton stays small; ``bridge.cli`` registers them with `add_control_commands` and dispatches
 with `run_control_command`.
@@ -34,6 +37,7 @@ from bridge.control.client import (
     DaemonNotRunning,
     not_running_message,
 )
+from bridge.control.hosts import running_hosts
 from bridge.control.methods import DEFAULT_PAIR_WINDOW, MAX_WAIT, METHODS, parse_timestamp
 from bridge.control.render import (
     format_duration,
@@ -212,6 +216,7 @@ def _not_running(args: argparse.Namespace, home: Path, exc: DaemonNotRunning, ou
         )
     else:
         message = _not_running_text(exc, home)
+    hosts = len(running_hosts(home))
     if args.json:
         _print_json(
             {
@@ -220,12 +225,18 @@ def _not_running(args: argparse.Namespace, home: Path, exc: DaemonNotRunning, ou
                 "lockHolder": None if holder is None else {"pid": holder.pid},
                 "staleSocket": exc.stale,
                 "message": message,
+                "hosts": {"running": hosts},
                 **({"lockError": lock_error} if lock_error else {}),
             },
             out,
         )
     else:
         out.write(message + "\n")
+        if hosts:
+            out.write(
+                f"{hosts} session host(s) still run under {home}: the next start adopts them "
+                "(`codedeck-bridge sessions close --all` ends them)\n"
+            )
         if lock_error:
             print(f"codedeck-bridge: {lock_error}", file=sys.stderr)
     return EXIT_FAILURE

@@ -31,6 +31,7 @@ from bridge.control.methods import (
     PairWaitResult,
     PhoneInfo,
     SessionInfo,
+    SessionsCloseResult,
     StatusResult,
     UnpairResult,
 )
@@ -325,3 +326,8 @@ class ControlClient:
 
     async def sessions_list(self) -> list[SessionInfo]:
         return cast(list[SessionInfo], await self.call("sessions.list"))
+
+    async def sessions_close(self, session_id: str | None = None) -> SessionsCloseResult:
+        """Close `session_id`, or every session when it is None (control protocol 1.1)."""
+        params: dict[str, Any] = {"all": True} if session_id is None else {"session_id": session_id}
+        return cast(SessionsCloseResult, await self.call("sessions.close", params))

@@ -14,12 +14,18 @@ are the same names with underscores (``pair_open``).
 | ``phones.list`` | ``{}``                                  | ``phones_list()``             |
 | ``phones.unpair``| ``{npub: string}``                     | ``phones_unpair(pubkey)``     |
 | ``sessions.list``| ``{}``                                 | ``sessions_list()``           |
+| ``sessions.close``| ``{session_id: string}`` or ``{all: true}`` | ``sessions_close(session_id, close_all)`` |
 
 Requests are strict (unknown params are refused); results are tolerant: clients ignore fields
 they do not know and the operations issue may add fields. The ``npub`` params accept an
 ``npub1…`` or 64 hex characters; the handler always receives the 64-lowercase-hex `PubKeyHex`.
 Timestamps in results are ISO 8601 UTC strings (`iso_timestamp`), as the reference bridge's
 ``pairedAt``: readable in ``--json`` output and unambiguous about units.
+
+``sessions.close`` ends sessions as a phone's ``close-session`` does (tombstone, heartbeat, the
+session's host told to stop its agent and remove its files) and answers with the ids it closed;
+the close itself is queued for the engine, so a caller that needs the hosts gone waits for them
+(``codedeck-bridge sessions close`` does). An unknown id is refused with a message naming it.
 """
 
 from __future__ import annotations
@@ -37,10 +43,13 @@ __all__ = [
     "CONTROL_PROTOCOL_VERSION",
     "DEFAULT_PAIR_WINDOW",
     "MAX_LABEL_LENGTH",
+    "MAX_SESSION_ID_LENGTH",
     "MAX_WAIT",
     "METHODS",
     "ControlHandler",
     "HandlerError",
+    "HostStatus",
+    "HostsSummary",
     "MethodSpec",
     "PairNpubResult",
     "PairOpenResult",
@@ -48,13 +57,14 @@ __all__ = [
     "PhoneInfo",
     "RelayInfo",
     "SessionInfo",
+    "SessionsCloseResult",
     "StatusResult",
     "UnpairResult",
     "iso_timestamp",
     "parse_timestamp",
 ]
 
-CONTROL_PROTOCOL_VERSION: Final = "1.0.0"
+CONTROL_PROTOCOL_VERSION: Final = "1.1.0"
 """The control protocol's version. A different major on either side is refused (ProtocolMismatch);
 minors only add optional params, result fields and methods."""
 
@@ -66,6 +76,7 @@ MAX_WAIT: Final = 3600.0
 knows the token; an hour is already generous for scanning a QR code."""
 
 MAX_LABEL_LENGTH: Final = 64
+MAX_SESSION_ID_LENGTH: Final = 256
 
 
 class HandlerError(Exception):
@@ -101,11 +112,26 @@ class PhoneInfo(TypedDict):
     pairedAt: str | None
 
 
+class HostStatus(TypedDict):
+    """The session host of one session, as ``host.json`` and ``/proc`` tell it."""
+
+    alive: bool
+    pid: int | None
+    """The host's pid while it is alive, else None."""
+
+
 class SessionInfo(TypedDict):
     sessionId: str
     state: str
     title: NotRequired[str | None]
     cwd: NotRequired[str | None]
+    host: NotRequired[HostStatus]
+    """Since control protocol 1.1."""
+
+
+class HostsSummary(TypedDict):
+    running: int
+    """Session hosts alive under the home, those of sessions the daemon no longer has included."""
 
 
 class StatusResult(TypedDict):
@@ -122,6 +148,8 @@ class StatusResult(TypedDict):
     sessions: list[SessionInfo]
     lastCommandAt: str | None
     """When the last phone command was processed, None before the first."""
+    hosts: NotRequired[HostsSummary]
+    """Since control protocol 1.1."""
 
 
 class PairOpenResult(TypedDict):
@@ -158,6 +186,11 @@ class UnpairResult(TypedDict):
     label: NotRequired[str]
 
 
+class SessionsCloseResult(TypedDict):
+    closed: list[str]
+    """The ids of the sessions whose close was queued (every session for ``all``)."""
+
+
 class ControlHandler(Protocol):
     """What the daemon implements for the control socket.
 
@@ -186,6 +219,14 @@ class ControlHandler(Protocol):
     async def phones_unpair(self, pubkey: PubKeyHex) -> UnpairResult: ...
 
     async def sessions_list(self) -> list[SessionInfo]: ...
+
+    async def sessions_close(self, session_id: str | None, close_all: bool) -> SessionsCloseResult:
+        """End one session (``session_id``) or every one (``close_all``); the ids closed.
+
+        Raises:
+            HandlerError: ``session_id`` names no session of the daemon.
+        """
+        ...
 
 
 # --- timestamps ---------------------------------------------------------------------------------
@@ -296,6 +337,24 @@ def _phones_unpair(params: Mapping[str, Any]) -> dict[str, Any]:
     return {"pubkey": _pubkey(params, "npub")}
 
 
+def _sessions_close(params: Mapping[str, Any]) -> dict[str, Any]:
+    _only(params, "session_id", "all")
+    if ("session_id" in params) == ("all" in params):
+        raise _invalid("give either session_id (one session) or all: true (every session)")
+    if "all" in params:
+        if params["all"] is not True:
+            raise _invalid("all must be true (give session_id to close one session)")
+        return {"session_id": None, "close_all": True}
+    value = params["session_id"]
+    if not isinstance(value, str) or not value:
+        raise _invalid("session_id must be a non-empty string")
+    if len(value) > MAX_SESSION_ID_LENGTH:
+        raise _invalid(f"session_id is longer than {MAX_SESSION_ID_LENGTH} characters")
+    if any(ord(ch) < 0x20 or ord(ch) == 0x7F for ch in value):
+        raise _invalid("session_id must not contain control characters")
+    return {"session_id": value, "close_all": False}
+
+
 @dataclass(frozen=True, slots=True)
 class MethodSpec:
     """One control method.
@@ -329,6 +388,7 @@ METHODS: Final[Mapping[str, MethodSpec]] = {
         MethodSpec("phones.list", "phones_list", _no_params),
         MethodSpec("phones.unpair", "phones_unpair", _phones_unpair),
         MethodSpec("sessions.list", "sessions_list", _no_params),
+        MethodSpec("sessions.close", "sessions_close", _sessions_close),
     )
 }
 """Every method after ``initialize``, by wire name."""

@@ -1,5 +1,8 @@
 """Text the CLI prints from the daemon's answers: status, phones, the pairing QR code.
 
+``status`` also shows each session's host (``host pid N`` or ``no host running``) and how many
+session hosts run under the home, when the daemon reports them (control protocol 1.1).
+
 Everything shown here came from the daemon, and parts of it from phones (a phone chooses its
 own label). Terminal text is an attack surface — an escape sequence in a label could rewrite the
 screen or the title bar, a bidi override could disguise an npub — so every string goes through
@@ -88,6 +91,15 @@ def render_phones(phones: Sequence[Any]) -> list[str]:
     return lines
 
 
+def _host_text(host: Any) -> str:
+    """``  host pid 4242`` / ``  no host running``; nothing from a daemon that does not say."""
+    if not isinstance(host, Mapping):
+        return ""
+    if host.get("alive") is True:
+        return f"  host pid {safe_text(host.get('pid'))}"
+    return "  no host running"
+
+
 def render_status(status: Mapping[str, Any], *, now: float | None = None) -> list[str]:
     """The human-readable ``status`` report of a running daemon."""
     now = time.time() if now is None else now
@@ -124,7 +136,11 @@ def render_status(status: Mapping[str, Any], *, now: float | None = None) -> lis
             line += f"  {safe_text(session.get('title'), limit=80)}"
         if session.get("cwd"):
             line += f"  in {safe_text(session.get('cwd'), limit=200)}"
+        line += _host_text(session.get("host"))
         lines.append(line)
+    hosts = status.get("hosts")
+    if isinstance(hosts, Mapping):
+        lines.append(f"  session hosts: {safe_text(hosts.get('running'))} running")
     lines.append(f"  last command: {format_moment(status.get('lastCommandAt'), now=now)}")
     return lines
 

@@ -29,9 +29,11 @@ from bridge.engine.effects import (
     Dropped,
     Effect,
     Publish,
+    RecordDecision,
     RemoveInbox,
     SaveSession,
     SendToRunner,
+    StoreOp,
 )
 from bridge.engine.heartbeat import Heartbeat
 from bridge.engine.inputs import (
@@ -84,7 +86,8 @@ class AgentEvents:
         if state is None:
             return [CloseRunner(event.session_id)]
         state.liveness = Liveness.ALIVE
-        state.cards.forget()  # after a restart the runner denied its own cards
+        # A new agent does not know the calls the last one asked about: their cards are void.
+        withdrawn = self._withdraw_cards(state, now)
         record = state.record
         changes: dict[str, object] = {}
         if event.sdk_session_id and event.sdk_session_id != record.sdk_session_id:
@@ -107,7 +110,50 @@ class AgentEvents:
             ]
         if changes:
             record = self._sessions.update(state, **changes)
-        return [Commit((SaveSession(record),)), SendToRunner(record.session_id)]
+        ops, live = withdrawn
+        return [
+            Commit((*ops, SaveSession(state.record))),
+            *live,
+            SendToRunner(record.session_id),
+        ]
+
+    def _withdraw_cards(
+        self, state: SessionState, now: float
+    ) -> tuple[tuple[StoreOp, ...], tuple[Publish, ...]]:
+        """Tell the phones that the cards of an agent that is gone can no longer be answered.
+
+        The calls never ran (Claude Code records them as interrupted when it resumes), and a
+        card left on the phone would wait for an answer nobody can take.
+        """
+        cards = state.cards.pending()
+        state.cards.forget()
+        if not cards:
+            return (), ()
+        at = iso(now)
+        entries = [
+            OutputEntry(
+                entryType="system",
+                content=(
+                    f"The request to use {card.tool_name} was withdrawn: the agent restarted "
+                    "before it was answered, and the call did not run"
+                ),
+                timestamp=at,
+                metadata={"special": "card_withdrawn", "tool_use_id": card.request_id},
+            )
+            for card in cards
+        ]
+        decisions = [
+            RecordDecision(
+                at=at,
+                session_id=state.session_id,
+                tool=card.tool_name,
+                outcome="withdrawn",
+                detail="the agent restarted before the card was answered",
+            )
+            for card in cards
+        ]
+        appended = self._transcript.append(state, entries, last_activity=at)
+        return (*decisions, *appended.ops), tuple(appended.live)
 
     def failed(self, event: AgentFailed, now: float) -> list[Effect]:
         state = self._sessions.get(event.session_id)

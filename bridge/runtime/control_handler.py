@@ -2,8 +2,10 @@
 ``unpair``, ``sessions``), and the local listeners of the engine's ``Notify`` effects.
 
 Reads go through the engine's queries; changes go to the engine as inputs (``pair.open`` feeds
-``PairingWindowRequested``, ``unpair`` feeds ``PhoneUnpaired``), so the control socket never
-writes engine state behind the engine loop's back. The answer of a change is what the engine
+``PairingWindowRequested``, ``unpair`` feeds ``PhoneUnpaired``, ``sessions.close`` feeds one
+``SessionCloseRequested`` per session), so the control socket never writes engine state behind
+the engine loop's back. The session hosts in ``status`` and ``sessions.list`` are read from
+their ``host.json`` files and ``/proc`` (:mod:`bridge.control.hosts`), not asked. The answer of a change is what the engine
 *will* do: the input is queued, and ``pair.wait`` learns the outcome from the engine's
 ``Notify("paired")`` / ``Notify("pairing-closed")``.
 
@@ -16,23 +18,34 @@ from __future__ import annotations
 import asyncio
 import os
 from collections.abc import Callable, Sequence
+from pathlib import Path
 from urllib.parse import quote
 
 from bridge import __version__
+from bridge.control.hosts import running_hosts, session_host
 from bridge.control.methods import (
+    HandlerError,
     PairNpubResult,
     PairOpenResult,
     PairWaitResult,
     PhoneInfo,
     RelayInfo,
     SessionInfo,
+    SessionsCloseResult,
     StatusResult,
     UnpairResult,
     iso_timestamp,
 )
+from bridge.control.render import safe_text
 from bridge.engine.core import Engine
 from bridge.engine.effects import Notify
-from bridge.engine.inputs import Input, PairingWindowRequested, PhonePairedManually, PhoneUnpaired
+from bridge.engine.inputs import (
+    Input,
+    PairingWindowRequested,
+    PhonePairedManually,
+    PhoneUnpaired,
+    SessionCloseRequested,
+)
 from bridge.nostr.keys import Keypair, hex_to_npub, npub_to_hex
 from bridge.nostr.pool import RelayPool
 from bridge.runtime.registration import RelayRegistration
@@ -98,6 +111,8 @@ class DaemonControl:
         self._on_change = on_change
         self._started_at = wall()
         self._waiters: list[asyncio.Future[PairWaitResult]] = []
+        self._closing: set[str] = set()
+        """Sessions whose close is queued: a second ``sessions.close`` does not queue it again."""
 
     # --- notifications from the engine ----------------------------------------------------
 
@@ -166,6 +181,7 @@ class DaemonControl:
             "phones": await self.phones_list(),
             "sessions": await self.sessions_list(),
             "lastCommandAt": iso_timestamp(last) if last else None,
+            "hosts": {"running": len(running_hosts(Path(self._home)))},
         }
 
     async def pair_open(self, duration: float) -> PairOpenResult:
@@ -219,7 +235,32 @@ class DaemonControl:
         return {"unpaired": True, "npub": phone.npub, "label": phone.label}
 
     async def sessions_list(self) -> list[SessionInfo]:
+        home = Path(self._home)
         return [
-            {"sessionId": r.session_id, "state": r.state, "title": r.title, "cwd": r.cwd}
+            {
+                "sessionId": r.session_id,
+                "state": r.state,
+                "title": r.title,
+                "cwd": r.cwd,
+                "host": session_host(home, r.session_id),
+            }
             for r in self._engine.session_records()
         ]
+
+    async def sessions_close(self, session_id: str | None, close_all: bool) -> SessionsCloseResult:
+        known = [r.session_id for r in self._engine.session_records()]
+        self._closing &= set(known)  # the engine removed those it closed
+        if close_all:
+            chosen = known
+        elif session_id in known:
+            chosen = [session_id]
+        else:
+            raise HandlerError(
+                f"there is no session {safe_text(session_id, limit=80)}; "
+                "`codedeck-bridge sessions` lists them"
+            )
+        for sid in chosen:
+            if sid not in self._closing:
+                self._closing.add(sid)
+                self._feed(SessionCloseRequested(sid))
+        return {"closed": chosen}

@@ -2,10 +2,15 @@
 
 - `units`: the unit files (user unit, system template), rendered from a `UnitSpec`;
 - `systemd`: this installation's command, writing/removing units, calling ``systemctl``;
-- `command`: the CLI.
+- `command`: the CLI (``uninstall`` closes the sessions first, see there).
 """
 
-from bridge.service.command import add_service_commands, run_service_command
+from bridge.service.command import (
+    SessionCloser,
+    add_service_commands,
+    close_every_session,
+    run_service_command,
+)
 from bridge.service.systemd import (
     Outcome,
     ServiceError,
@@ -28,6 +33,7 @@ from bridge.service.units import (
     deploy_units,
     quote_arg,
     render_unit,
+    unit_home,
 )
 
 __all__ = [
@@ -41,9 +47,11 @@ __all__ = [
     "Outcome",
     "Scope",
     "ServiceError",
+    "SessionCloser",
     "Systemd",
     "UnitSpec",
     "add_service_commands",
+    "close_every_session",
     "deploy_units",
     "install",
     "installation_command",
@@ -52,4 +60,5 @@ __all__ = [
     "run_service_command",
     "uninstall",
     "unit_directory",
+    "unit_home",
 ]

@@ -15,6 +15,7 @@ why the stronger sandboxing options are absent. Every unit carries `MARKER`, by 
 
 from __future__ import annotations
 
+import shlex
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Final, Literal
@@ -32,6 +33,7 @@ __all__ = [
     "deploy_units",
     "quote_arg",
     "render_unit",
+    "unit_home",
 ]
 
 Scope = Literal["user", "system"]
@@ -130,12 +132,17 @@ RestartPreventExitStatus=2
 # The daemon sends WATCHDOG=1 every WatchdogSec/2 from its event loop. If the loop hangs for
 # 60 s, systemd kills the daemon (SIGABRT, with a Python traceback in the journal) and restarts it.
 WatchdogSec=60s
-# Stopping: SIGTERM goes to the daemon alone (mixed). It closes its Claude Code sessions
-# itself, publishes the final "machine offline" heartbeat and exits; whatever is still running
-# afterwards, or after TimeoutStopSec, is killed. The default (control-group) would SIGTERM every
-# session together with the daemon, so they would die before it could close them in order;
-# "process" would leave session processes behind.
-KillMode=mixed
+# Sessions outlive the daemon: each runs in a session host, a process of its own that owns the
+# Claude Code process and keeps every event it produces. So a stop or a restart (an upgrade, a
+# crash, the watchdog) kills only the daemon (process): SIGTERM, then SIGKILL after
+# TimeoutStopSec, go to the daemon alone. The daemon publishes the final "machine offline"
+# heartbeat and leaves its sessions running; the hosts keep their agents working, and the next
+# daemon adopts them and replays what happened meanwhile. At that start systemd logs "Found
+# left-over process ... in control group while starting unit. Ignoring.": those are the hosts,
+# as intended. control-group and mixed would kill every session with the daemon.
+# Sessions end on purpose: `codedeck-bridge sessions close ID|--all`, or `service uninstall`,
+# which closes them all before it removes the service.
+KillMode=process
 TimeoutStopSec=30s
 """
 
@@ -196,6 +203,27 @@ def _exec_start(spec: UnitSpec) -> str:
     if spec.home is not None:
         words += ["--home", quote_arg(str(spec.home))]
     return " ".join(words)
+
+
+def unit_home(text: str) -> Path | None:
+    """The ``--home`` of a unit's ``ExecStart=`` (as `render_unit` wrote it), or None.
+
+    ``service uninstall`` closes the sessions of the home the installed service serves, which
+    ``service install --home DIR`` wrote into the unit. A line it cannot read gives None.
+    """
+    for line in text.splitlines():
+        if not line.startswith("ExecStart="):
+            continue
+        try:
+            words = shlex.split(line.removeprefix("ExecStart="))
+        except ValueError:
+            return None
+        if "--home" in words[:-1]:
+            word = words[words.index("--home") + 1]
+            home = word.replace("%%", "%").replace("$$", "$")
+            return Path(home) if home.startswith("/") else None
+        return None
+    return None
 
 
 GENERIC_USER_COMMAND: Final = "%h/.local/bin/codedeck-bridge"

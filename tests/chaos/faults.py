@@ -17,10 +17,12 @@ import asyncio
 import contextlib
 import os
 import random
+import signal
 import time
 
 import orjson
 
+from bridge.host.layout import host_alive, host_paths, read_info
 from bridge.nostr.event import VerifiedEvent
 from bridge.protocol import CreateSessionCommand, InputCommand, encode
 from bridge.protocol.chunking import MAX_OPEN_GROUPS
@@ -85,6 +87,8 @@ class FaultInjector:
             self.clock_skew(action)
         elif kind is FaultKind.UNPAIR:
             await self.unpair()
+        elif kind is FaultKind.HOST_KILL:
+            await self.host_kill()
         elif kind is FaultKind.FRAGMENT_FLOOD:
             await self.fragment_flood()
 
@@ -146,6 +150,20 @@ class FaultInjector:
             await self.workload.send_input(name, self.workload.live_session(), text, Expect.ACK)
         self.ledger.fault(FaultKind.DAEMON_KILL, f"kill -9, {down} input(s) sent while down")
         await self.start_daemon()
+
+    async def host_kill(self) -> None:
+        """Kill one session's host while it works; the daemon resumes the session in a new one."""
+        await self.ensure_daemon()
+        session = self.workload.live_session()
+        await self.workload.send_input(self.workload.sender(), session, "lines 8", Expect.ACK)
+        await asyncio.sleep(self.rng.uniform(0.0, 0.3))
+        info = read_info(host_paths(self.world.daemon.home, session))
+        if info is None or not host_alive(info):
+            self.ledger.fault(FaultKind.HOST_KILL, f"{session[:8]}: no live host to kill")
+            return
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(info.pid, signal.SIGKILL)
+        self.ledger.fault(FaultKind.HOST_KILL, f"kill -9 of the host of {session[:8]}")
 
     async def fragment_kill(self) -> None:
         """Kill the daemon after it took the first fragment of an input, send the rest, restart."""

@@ -68,6 +68,8 @@ class FaultKind(enum.Enum):
     """The third phone unpaired mid-run; none of its later commands may run."""
     FRAGMENT_FLOOD = "fragment-flood"
     """More incomplete fragment groups (lying ``n``) than the assembler holds, around a probe."""
+    HOST_KILL = "host-kill"
+    """``kill -9`` of a session's host mid-stream: the session resumes in a new host."""
 
 
 STRETCHES = frozenset({FaultKind.RELAY_OUTAGE, FaultKind.PHONE_OFFLINE, FaultKind.CLOCK_SKEW})
@@ -99,6 +101,7 @@ FAULT_RATES: dict[FaultKind, Rate] = {
     FaultKind.CLOCK_SKEW: Rate(every=1000, minimum=2, length=(0.03, 0.06), max_length=200),
     FaultKind.UNPAIR: Rate(every=0, minimum=1),
     FaultKind.FRAGMENT_FLOOD: Rate(every=3000, minimum=1),
+    FaultKind.HOST_KILL: Rate(every=1000, minimum=1),
 }
 
 SKEW_SECONDS = 120

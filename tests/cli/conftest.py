@@ -1,4 +1,5 @@
-"""Resources for the CLI tests: a short private home and a control server with a fake handler."""
+"""Resources for the CLI tests: a short private home, a control server with a fake handler, and
+processes that pass for session hosts."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ import pytest
 
 from bridge.control import ControlServer, control_socket_path
 from tests.control.fake_handler import FakeHandler, short_home
+from tests.control.fake_hosts import FakeHosts
 
 
 @pytest.fixture
@@ -31,3 +33,13 @@ async def daemon(home: Path, handler: FakeHandler) -> AsyncIterator[ControlServe
         yield control
     finally:
         await control.close()
+
+
+@pytest.fixture
+def hosts(home: Path) -> Iterator[FakeHosts]:
+    """Fake session hosts under `home`, killed at the end of the test."""
+    fake = FakeHosts(home)
+    try:
+        yield fake
+    finally:
+        fake.close()

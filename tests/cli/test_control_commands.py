@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from bridge.cli import main
-from bridge.control import ControlServer, control_socket_path
+from bridge.control import CONTROL_PROTOCOL_VERSION, ControlServer, control_socket_path
 from bridge.nostr.keys import Keypair
 from store.lock import acquire_lock
 from tests.control.fake_handler import BRIDGE, TOKEN, FakeHandler, RefusingHandler
@@ -47,7 +47,8 @@ async def test_status_of_a_running_daemon(
     assert "ws://127.0.0.1:7777  connected, last event" in out
     assert "wss://relay.example.org  backoff, last error: connection refused" in out
     assert f"Pixel  {PHONE.npub}  paired ?" in out
-    assert "s-1  idle  fix the tests  in /w/app" in out
+    assert "s-1  idle  fix the tests  in /w/app  host pid 4242" in out
+    assert "session hosts: 1 running" in out
     assert "last command: never" in out
 
 
@@ -59,7 +60,7 @@ async def test_status_json_of_a_running_daemon(
     assert status["running"] is True
     assert set(status) == {
         "running", "pid", "startedAt", "version", "npub", "machine", "home", "relays",
-        "embeddedRelay", "phones", "sessions", "lastCommandAt",
+        "embeddedRelay", "phones", "sessions", "lastCommandAt", "hosts",
     }  # fmt: skip
     assert status["relays"][1]["lastError"] == "connection refused"
 
@@ -79,6 +80,7 @@ async def test_status_without_a_daemon(home: Path, capsys: pytest.CaptureFixture
         "lockHolder": None,
         "staleSocket": False,
         "message": captured.out.strip(),
+        "hosts": {"running": 0},
     }
 
 
@@ -117,7 +119,8 @@ async def test_status_against_another_major(
     assert await cli("status", "--home", str(home)) == 1
     err = capsys.readouterr().err
     assert err.startswith(
-        "codedeck-bridge: the running codedeck-bridge daemon speaks control protocol 1.0.0"
+        "codedeck-bridge: the running codedeck-bridge daemon speaks control protocol "
+        f"{CONTROL_PROTOCOL_VERSION}"
     )
     assert err.count("\n") == 1
     assert await cli("status", "--json", "--home", str(home)) == 1

@@ -1,8 +1,10 @@
 """A scripted `ControlHandler` for the control socket and CLI tests, and a short private home.
 
-The fake keeps real state (paired phones, an open window) so the CLI tests exercise the whole
-round trip, and it records every call with its validated arguments. Tests steer the pairing
-wait through `pair_now` / `end_window`, and observe it through `waiting` / `wait_cancelled`.
+The fake keeps real state (paired phones, an open window, sessions) so the CLI tests exercise
+the whole round trip, and it records every call with its validated arguments. Tests steer the
+pairing wait through `pair_now` / `end_window`, and observe it through `waiting` /
+`wait_cancelled`; ``sessions.close`` calls `on_close` with the ids (where a test stops its fake
+hosts, as the daemon's runners would), and `keep_listed` makes it a daemon that never finishes.
 """
 
 from __future__ import annotations
@@ -12,7 +14,7 @@ import os
 import shutil
 import tempfile
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -24,6 +26,7 @@ from bridge.control import (
     PairWaitResult,
     PhoneInfo,
     SessionInfo,
+    SessionsCloseResult,
     StatusResult,
     UnpairResult,
     iso_timestamp,
@@ -61,6 +64,9 @@ class FakeHandler:
         self.block = asyncio.Event()  # set() releases a blocked `status`
         self.block_status = False
         self.status_finished = asyncio.Event()
+        self.sessions: list[SessionInfo] = [{"sessionId": "s-1", "state": "idle"}]
+        self.on_close: Callable[[list[str]], None] | None = None
+        self.keep_listed = False
 
     def _record(self, name: str, **kwargs: Any) -> None:
         self.calls.append((name, kwargs))
@@ -96,9 +102,16 @@ class FakeHandler:
             "embeddedRelay": "ws://127.0.0.1:7777",
             "phones": list(self.phones.values()),
             "sessions": [
-                {"sessionId": "s-1", "state": "idle", "title": "fix the tests", "cwd": "/w/app"}
+                {
+                    "sessionId": "s-1",
+                    "state": "idle",
+                    "title": "fix the tests",
+                    "cwd": "/w/app",
+                    "host": {"alive": True, "pid": 4242},
+                }
             ],
             "lastCommandAt": None,
+            "hosts": {"running": 1},
         }
 
     async def pair_open(self, duration: float) -> PairOpenResult:
@@ -166,7 +179,21 @@ class FakeHandler:
 
     async def sessions_list(self) -> list[SessionInfo]:
         self._record("sessions_list")
-        return [{"sessionId": "s-1", "state": "idle"}]
+        return list(self.sessions)
+
+    async def sessions_close(self, session_id: str | None, close_all: bool) -> SessionsCloseResult:
+        self._record("sessions_close", session_id=session_id, close_all=close_all)
+        known = [s["sessionId"] for s in self.sessions]
+        if not close_all and session_id not in known:
+            raise HandlerError(
+                f"there is no session {session_id}; `codedeck-bridge sessions` lists them"
+            )
+        closed = known if close_all else [str(session_id)]
+        if not self.keep_listed:
+            self.sessions = [s for s in self.sessions if s["sessionId"] not in closed]
+        if self.on_close is not None:
+            self.on_close(closed)
+        return {"closed": closed}
 
 
 class RefusingHandler(FakeHandler):

@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from bridge.control import (
+    CONTROL_PROTOCOL_VERSION,
     PROTOCOL_MISMATCH,
     ControlClient,
     ControlError,
@@ -89,7 +90,10 @@ async def test_a_daemon_of_another_major_is_refused_by_the_client(home: Path) ->
         with pytest.raises(ProtocolMismatchError) as info:
             await ControlClient.connect(home)
     assert info.value.code == PROTOCOL_MISMATCH
-    assert "daemon speaks control protocol 2.1.0, this command speaks 1.0.0" in str(info.value)
+    assert (
+        f"daemon speaks control protocol 2.1.0, this command speaks {CONTROL_PROTOCOL_VERSION}"
+        in str(info.value)
+    )
 
 
 @pytest.mark.parametrize("answer", [None, [], {"protocolVersion": "one"}, {"server": {}}])

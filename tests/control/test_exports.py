@@ -6,7 +6,18 @@ import importlib
 
 import bridge.control
 
-MODULES = ["cli_commands", "client", "connection", "framing", "methods", "render", "rpc", "server"]
+MODULES = [
+    "cli_commands",
+    "client",
+    "connection",
+    "framing",
+    "hosts",
+    "methods",
+    "render",
+    "rpc",
+    "server",
+    "sessions_close",
+]
 
 
 def test_package_exports_the_union_of_module_exports() -> None:

@@ -120,6 +120,29 @@ def test_render_status_full() -> None:
     assert lines[-1].startswith("  last command: ") and lines[-1].endswith("(10 s ago)")
 
 
+@pytest.mark.parametrize(
+    ("session", "line"),
+    [
+        ({"sessionId": "s1", "state": "idle"}, "    s1  idle"),  # a daemon before protocol 1.1
+        (
+            {"sessionId": "s1", "state": "running", "host": {"alive": True, "pid": 4242}},
+            "    s1  running  host pid 4242",
+        ),
+        (
+            {"sessionId": "s1", "state": "idle", "host": {"alive": False, "pid": None}},
+            "    s1  idle  no host running",
+        ),
+        ({"sessionId": "s1", "state": "idle", "host": "junk"}, "    s1  idle"),
+    ],
+    ids=["no-host-field", "alive", "gone", "malformed"],
+)
+def test_render_status_shows_each_sessions_host(session: dict[str, object], line: str) -> None:
+    lines = render_status({"sessions": [session], "hosts": {"running": 3}})
+    assert line in lines
+    assert "  session hosts: 3 running" in lines
+    assert not any("session hosts" in text for text in render_status({"sessions": [session]}))
+
+
 def test_render_phones() -> None:
     [line] = render_phones([{"npub": "npub1x", "label": "", "pairedAt": None}, "junk"])
     assert line == "Phone  npub1x  paired ?"

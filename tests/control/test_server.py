@@ -116,7 +116,8 @@ async def test_version_mismatch_message_over_the_socket(
         await ControlClient.connect(server.path.parent)
     assert isinstance(info.value, RemoteError)
     assert info.value.code == PROTOCOL_MISMATCH
-    assert "speaks control protocol 1.0.0, this command speaks 2.0.0" in str(info.value)
+    mismatch = f"speaks control protocol {CONTROL_PROTOCOL_VERSION}, this command speaks 2.0.0"
+    assert mismatch in str(info.value)
     assert "update codedeck-bridge" in str(info.value)
 
 
@@ -136,6 +137,11 @@ async def test_every_method_reaches_the_handler_with_validated_arguments(
         assert [p["npub"] for p in await client.phones_list()] == [PHONE.npub]
         assert (await client.phones_unpair(PHONE.npub))["unpaired"] is True
         assert await client.sessions_list() == [{"sessionId": "s-1", "state": "idle"}]
+        with pytest.raises(RemoteError, match="there is no session s-9") as refused:
+            await client.sessions_close("s-9")
+        assert refused.value.code == REQUEST_FAILED
+        assert await client.sessions_close("s-1") == {"closed": ["s-1"]}
+        assert await client.sessions_close() == {"closed": []}
     assert handler.calls == [
         ("status", {}),
         ("pair_open", {"duration": 90.0}),
@@ -144,6 +150,9 @@ async def test_every_method_reaches_the_handler_with_validated_arguments(
         ("phones_list", {}),
         ("phones_unpair", {"pubkey": PHONE.public_hex}),
         ("sessions_list", {}),
+        ("sessions_close", {"session_id": "s-9", "close_all": False}),
+        ("sessions_close", {"session_id": "s-1", "close_all": False}),
+        ("sessions_close", {"session_id": None, "close_all": True}),
     ]
 
 
@@ -158,6 +167,15 @@ async def test_every_method_reaches_the_handler_with_validated_arguments(
         ("status", {"x": 1}, "unknown param(s) x"),
         ("phones.list", {"x": 1}, "unknown param(s) x"),
         ("sessions.list", {"x": 1}, "unknown param(s) x"),
+        ("sessions.close", {}, "give either session_id (one session) or all: true"),
+        ("sessions.close", {"session_id": "s-1", "all": True}, "give either session_id"),
+        ("sessions.close", {"all": False}, "all must be true"),
+        ("sessions.close", {"all": 1}, "all must be true"),
+        ("sessions.close", {"session_id": ""}, "session_id must be a non-empty string"),
+        ("sessions.close", {"session_id": 7}, "session_id must be a non-empty string"),
+        ("sessions.close", {"session_id": "x" * 257}, "longer than 256 characters"),
+        ("sessions.close", {"session_id": "a\x1bb"}, "must not contain control characters"),
+        ("sessions.close", {"all": True, "force": True}, "unknown param(s) force"),
     ],
 )
 async def test_invalid_params_over_the_socket(

@@ -160,3 +160,23 @@ def test_a_parked_ask_of_a_session_gone_is_denied() -> None:
     engine = make_engine()
     effects = engine.handle(PermissionStillPending(ask("gone")), NOW)
     assert effects == [AnswerPermission("gone", "toolu_1", False, "No such session.")]
+
+
+def test_cards_of_an_agent_that_restarted_are_withdrawn_on_the_phone() -> None:
+    engine = make_engine()
+    session = ready_session(engine)
+    engine.handle(ask(session), NOW)
+    effects = engine.handle(AgentReady(session, "sdk-1", "m", ROOT), NOW)  # a new host is up
+    lines = [op.entry for op in ops(effects) if isinstance(op, AppendTranscript)]
+    assert [line.metadata for line in lines] == [
+        {"special": "card_withdrawn", "tool_use_id": "toolu_1"}
+    ]
+    assert "Bash" in lines[0].content and "did not run" in lines[0].content
+    assert engine.pending_cards(session) == []
+    late = engine.handle(
+        command_event(PermissionResCommand(sessionId=session, requestId="toolu_1", allow=True)),
+        NOW,
+    )
+    assert not [e for e in late if isinstance(e, AnswerPermission)]  # nothing left to answer
+    again = engine.handle(AgentReady(session, "sdk-1", "m", ROOT), NOW)
+    assert not [op for op in ops(again) if isinstance(op, AppendTranscript)]  # said once

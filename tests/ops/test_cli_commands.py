@@ -1,4 +1,5 @@
-"""``config show``, ``keys show``, ``decisions``, ``sessions`` and the CLI's error paths."""
+"""``config show``, ``keys show``, ``decisions``, ``sessions``, ``run``'s session flags and the
+CLI's error paths."""
 
 from __future__ import annotations
 
@@ -299,6 +300,30 @@ def test_sessions_without_a_daemon(home: Path, cli: Cli) -> None:
     )
 
 
+# --- run: what a stop does to the sessions ------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("flags", "keep"),
+    [([], None), (["--keep-sessions"], True), (["--close-sessions"], False)],
+    ids=["default", "keep", "close"],
+)
+def test_run_passes_the_session_choice_to_the_daemon(
+    home: Path, flags: list[str], keep: bool | None, cli: Cli, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """None lets the daemon choose: keep under systemd (INVOCATION_ID), close in the foreground."""
+    seen: list[object] = []
+
+    async def fake_run_daemon(settings: object, *, keep_sessions: bool | None = None) -> None:
+        seen.append(keep_sessions)
+
+    monkeypatch.setattr("bridge.runtime.daemon.run_daemon", fake_run_daemon)
+    monkeypatch.setattr("bridge.cli._configure_logging", lambda *a, **k: None)
+    result = cli("run", "--home", str(home), *flags)
+    assert result.code == 0, result.stderr
+    assert seen == [keep]
+
+
 # --- error paths --------------------------------------------------------------------------------
 
 USAGE = [
@@ -310,6 +335,11 @@ USAGE = [
     (["keys", "show", "--bogus"], "unrecognized arguments: --bogus"),
     (["decisions", "--limit", "many"], "invalid int value: 'many'"),
     (["run", "--log-format", "xml"], "invalid choice: 'xml'"),
+    (
+        ["run", "--keep-sessions", "--close-sessions"],
+        "argument --close-sessions: not allowed with argument --keep-sessions",
+    ),
+    (["sessions", "close"], "one of the arguments ID --all is required"),
 ]
 
 
@@ -332,13 +362,11 @@ def test_a_home_that_is_a_file_is_a_one_line_error(tmp_path: Path, cli: Cli) -> 
 
 def test_every_command_has_help(cli: Cli) -> None:
     for args in (
-        ["sessions"], ["decisions"], ["config", "show"], ["keys", "show"], ["doctor"],
-        ["service", "install"], ["service", "show"],
+        ["sessions"], ["sessions", "close"], ["decisions"], ["config", "show"], ["keys", "show"],
+        ["doctor"], ["service", "install"], ["service", "uninstall"], ["service", "show"],
     ):  # fmt: skip
         result = cli(*args, "--help")
         assert result.code == 0 and "--home" in result.stdout, args
-    # uninstall acts on the unit, whatever home it serves
-    assert cli("service", "uninstall", "--help").code == 0
 
 
 @pytest.mark.parametrize(

@@ -13,9 +13,12 @@ from pathlib import Path
 
 import pytest
 
+from bridge.cli import build_parser
+from bridge.control.sessions_close import ClosedSessions
 from bridge.service import (
     SYSTEM_UNIT,
     USER_UNIT,
+    ServiceError,
     Systemd,
     UnitSpec,
     deploy_units,
@@ -23,7 +26,9 @@ from bridge.service import (
     installation_command,
     quote_arg,
     render_unit,
+    run_service_command,
     uninstall,
+    unit_home,
 )
 from tests.ops.support import REPO, Cli, unit_lines
 
@@ -103,6 +108,37 @@ def test_home_with_specifier_characters_is_escaped_everywhere() -> None:
     keys = unit_lines(text)
     assert keys["ExecStart"] == ['/bin/cb run --home "/srv/50%% off"']
     assert keys["EnvironmentFile"] == ["-/srv/50%% off/service.env"]
+
+
+@pytest.mark.parametrize(
+    "home",
+    ["/srv/50% off", "/plain", '/a b/$x\\y"z', "/data/%%i"],
+    ids=["specifier", "plain", "quotes-dollar-backslash", "double-percent"],
+)
+def test_unit_home_reads_back_what_render_unit_wrote(home: str) -> None:
+    assert unit_home(render_unit(UnitSpec("user", ("/bin/cb",), home=Path(home)))) == Path(home)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        render_unit(UnitSpec("user", ("/bin/cb",))),
+        "[Service]\nExecStart=/bin/cb run --home\n",
+        "[Service]\nExecStart=/bin/cb run --home relative/dir\n",
+        '[Service]\nExecStart=/bin/cb run --home "/unterminated\n',
+        "[Service]\n",
+    ],
+    ids=["default-home", "dangling-flag", "relative", "bad-quoting", "no-exec-start"],
+)
+def test_unit_home_is_none_without_a_usable_home(text: str) -> None:
+    assert unit_home(text) is None
+
+
+def test_units_let_sessions_outlive_a_stop_of_the_daemon() -> None:
+    for text in deploy_units().values():
+        keys = unit_lines(text)
+        assert keys["KillMode"] == ["process"] and keys["TimeoutStopSec"] == ["30s"]
+        assert "`codedeck-bridge sessions close ID|--all`, or `service uninstall`" in text
 
 
 def test_deploy_units_are_the_renderings() -> None:
@@ -230,3 +266,124 @@ def test_system_template_is_kept_while_other_instances_use_it(tmp_path: Path) ->
         "other instances still use it (codedeck-bridge@bob.service)" in line
         for line in outcome.lines
     )
+
+
+# --- uninstall closes the sessions ----------------------------------------------------------------
+
+
+class FakeCloser:
+    """Stands in for `close_every_session`, logging into the systemctl log to check the order."""
+
+    def __init__(self, log: list[list[str]], fail: int = 0) -> None:
+        self.log = log
+        self.fail = fail  # how many calls raise
+
+    def __call__(self, home: Path, account: str | None) -> ClosedSessions:
+        self.log.append(["close", str(home), str(account)])
+        if self.fail:
+            self.fail -= 1
+            raise ServiceError("the daemon did not answer")
+        if len([c for c in self.log if c[0] == "close"]) == 1:
+            return ClosedSessions(("s-1", "s-2"), daemon=True, hosts_stopped=2)
+        return ClosedSessions((), daemon=False, hosts_stopped=0)
+
+
+def uninstall_cli(
+    tmp_path: Path, run: FakeRun, closer: FakeCloser, *args: str, **extra: str
+) -> int:
+    """``service uninstall ARGS`` with a fake systemd and closer; its exit status."""
+    env = {"XDG_CONFIG_HOME": str(tmp_path / "cfg"), **extra}
+    parsed = build_parser().parse_args(["service", "uninstall", *args])
+    return run_service_command(
+        parsed, systemd=Systemd("/bin/systemctl", True, run), env=env, close=closer
+    )
+
+
+def installed_unit(tmp_path: Path, home: Path | None) -> Path:
+    path = tmp_path / "cfg" / "systemd" / "user" / USER_UNIT
+    path.parent.mkdir(parents=True)
+    path.write_text(render_unit(UnitSpec("user", ("/bin/cb",), home=home)))
+    return path
+
+
+def test_uninstall_closes_the_sessions_before_and_after_stopping_the_service(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    home = tmp_path / "bridge home"
+    unit = installed_unit(tmp_path, home)
+    run = FakeRun()
+    code = uninstall_cli(tmp_path, run, FakeCloser(run.calls))
+    assert code == 0
+    assert run.calls == [
+        ["close", str(home), "None"],  # the home the unit runs with
+        ["/bin/systemctl", "--user", "disable", "--now", USER_UNIT],
+        ["/bin/systemctl", "--user", "daemon-reload"],
+        ["close", str(home), "None"],  # what started meanwhile, and any host left
+    ]
+    assert not unit.exists()
+    out = capsys.readouterr().out.splitlines()
+    assert out[:3] == [
+        "Closed 2 session(s) through the running daemon; their hosts have stopped and the "
+        "phones are told:",
+        "  s-1",
+        "  s-2",
+    ]
+    assert out[-1] == f"No session and no session host left under {home}."
+
+
+def test_uninstall_home_flag_wins_and_the_default_home_is_the_fallback(tmp_path: Path) -> None:
+    installed_unit(tmp_path, tmp_path / "from-unit")
+    run = FakeRun()
+    assert uninstall_cli(tmp_path, run, FakeCloser(run.calls), "--home", "/srv/given") == 0
+    assert run.calls[0] == ["close", "/srv/given", "None"]
+    installed_unit(tmp_path / "b", None)
+    run = FakeRun()
+    default = str(tmp_path / "default-home")
+    assert uninstall_cli(tmp_path / "b", run, FakeCloser(run.calls), CODEDECK_HOME=default) == 0
+    assert run.calls[0] == ["close", default, "None"]
+
+
+def test_uninstall_that_cannot_close_says_what_to_run(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    home = tmp_path / "h"
+    installed_unit(tmp_path, home)
+    run = FakeRun()
+    code = uninstall_cli(tmp_path, run, FakeCloser(run.calls, fail=2))
+    assert code == 1
+    out = capsys.readouterr().out
+    assert (
+        f"Could not close the sessions of {home} first (the daemon did not answer); trying "
+        "again once the service has stopped." in out
+    )
+    assert f"Could not close the sessions of {home}: the daemon did not answer" in out
+    assert out.endswith(f"To finish, run:\n  codedeck-bridge sessions close --all --home {home}\n")
+    assert ["/bin/systemctl", "--user", "disable", "--now", USER_UNIT] in run.calls
+
+
+def test_uninstall_leaves_the_sessions_alone_with_unit_dir_or_nothing_installed(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    run = FakeRun()
+    closer = FakeCloser(run.calls)
+    assert uninstall_cli(tmp_path, run, closer, "--unit-dir", str(tmp_path)) == 0
+    assert "The sessions were left alone (--unit-dir)." in capsys.readouterr().out
+    assert uninstall_cli(tmp_path, run, closer) == 0
+    assert f"The sessions were left alone (no {USER_UNIT} is installed)." in (
+        capsys.readouterr().out
+    )
+    assert not any(call[0] == "close" for call in run.calls)
+
+
+def test_uninstall_of_a_foreign_unit_closes_nothing(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    unit = installed_unit(tmp_path, None)
+    unit.write_text("[Service]\nExecStart=/bin/true\n")
+    run = FakeRun()
+    code = uninstall_cli(tmp_path, run, FakeCloser(run.calls))
+    assert code == 1
+    assert "was not written by codedeck-bridge; remove it yourself or pass --force" in (
+        capsys.readouterr().err
+    )
+    assert run.calls == [] and unit.exists()

@@ -1,16 +1,20 @@
-"""The control socket's answers, over a real engine: pairing, its waiters, phones, status."""
+"""The control socket's answers, over a real engine: pairing, its waiters, phones, status,
+sessions (their hosts, and ``sessions.close``)."""
 
 from __future__ import annotations
 
 import asyncio
 import os
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import Any
 
 import pytest
 
 from bridge import __version__
+from bridge.control.methods import HandlerError
 from bridge.engine.core import Engine
 from bridge.engine.effects import Notify
 from bridge.engine.inputs import (
@@ -18,10 +22,12 @@ from bridge.engine.inputs import (
     PairingWindowRequested,
     PhonePairedManually,
     PhoneUnpaired,
+    SessionCloseRequested,
 )
 from bridge.nostr.pool import RelayState
 from bridge.protocol import PairRequestCommand, RefreshSessionsCommand
 from bridge.runtime.control_handler import DaemonControl, pair_url
+from tests.control.fake_hosts import FakeHosts
 from tests.runtime.support import (
     BRIDGE,
     NOW,
@@ -72,7 +78,9 @@ class Rig:
     pending: list[int]
 
 
-def make_rig(*, registration: bool = True, **engine_state: Any) -> Rig:
+def make_rig(
+    *, registration: bool = True, home: str = "/home/u/.codedeck", **engine_state: Any
+) -> Rig:
     engine, clock = make_engine(**engine_state), FakeClock()
     pool = FakePool((RELAY_A, RELAY_B))
     fed: list[Input] = []
@@ -84,7 +92,7 @@ def make_rig(*, registration: bool = True, **engine_state: Any) -> Rig:
         pool=pool,  # type: ignore[arg-type]
         keypair=BRIDGE,
         machine="box one",
-        home="/home/u/.codedeck",
+        home=home,
         public_relays=[PUBLIC],
         embedded_url=None,
         feed=fed.append,
@@ -272,8 +280,17 @@ async def test_status_shape() -> None:
         "phones": [
             {"npub": PHONE.npub, "label": "phone-0", "pairedAt": "2026-01-01T00:00:00.000Z"}
         ],
-        "sessions": [{"sessionId": "s-1", "state": "running", "title": "Fix it", "cwd": "/ws/app"}],
+        "sessions": [
+            {
+                "sessionId": "s-1",
+                "state": "running",
+                "title": "Fix it",
+                "cwd": "/ws/app",
+                "host": {"alive": False, "pid": None},
+            }
+        ],
         "lastCommandAt": iso(NOW + 2),
+        "hosts": {"running": 0},
     }
 
 
@@ -281,3 +298,60 @@ def test_status_line() -> None:
     rig = make_rig()
     rig.pool.states[RELAY_B] = RelayState.CONNECTING
     assert rig.control.status_line(3) == ("relays 1/2 connected, 1 phone(s), 3 running session(s)")
+
+
+# --- sessions ------------------------------------------------------------------------------
+
+
+@pytest.fixture
+def hosts(tmp_path: Path) -> Iterator[FakeHosts]:
+    fake = FakeHosts(tmp_path / "home")
+    try:
+        yield fake
+    finally:
+        fake.close()
+
+
+async def test_sessions_and_status_read_each_host(hosts: FakeHosts) -> None:
+    rig = make_rig(
+        home=str(hosts.home),
+        sessions=[session_record("s-1", "/ws/a"), session_record("s-2", "/ws/b")],
+    )
+    pid = hosts.start("s-1")
+    hosts.start("orphan")  # a host of a session the daemon does not have: counted, not listed
+    listed = await rig.control.sessions_list()
+    assert [(s["sessionId"], s["host"]) for s in listed] == [
+        ("s-1", {"alive": True, "pid": pid}),
+        ("s-2", {"alive": False, "pid": None}),
+    ]
+    assert (await rig.control.status())["hosts"] == {"running": 2}
+    hosts.stop("s-1")
+    assert (await rig.control.sessions_list())[0]["host"] == {"alive": False, "pid": None}
+    assert (await rig.control.status())["hosts"] == {"running": 1}
+
+
+async def test_sessions_close_one_feeds_the_engine() -> None:
+    rig = make_rig(sessions=[session_record("s-1", "/ws/a"), session_record("s-2", "/ws/b")])
+    assert await rig.control.sessions_close("s-2", False) == {"closed": ["s-2"]}
+    assert rig.fed == [SessionCloseRequested("s-2")]
+
+
+async def test_sessions_close_all_feeds_each_session_once() -> None:
+    rig = make_rig(sessions=[session_record("s-1", "/ws/a"), session_record("s-2", "/ws/b")])
+    assert await rig.control.sessions_close(None, True) == {"closed": ["s-1", "s-2"]}
+    # asked again before the engine took the inputs: answered, not queued twice
+    assert await rig.control.sessions_close("s-1", False) == {"closed": ["s-1"]}
+    assert rig.fed == [SessionCloseRequested("s-1"), SessionCloseRequested("s-2")]
+    for event in rig.fed:  # the engine loop
+        rig.engine.handle(event, NOW)
+    assert rig.engine.session_records() == []
+    assert await rig.control.sessions_close(None, True) == {"closed": []}
+    assert rig.control._closing == set()
+
+
+async def test_sessions_close_of_an_unknown_session_is_refused() -> None:
+    rig = make_rig(sessions=[session_record("s-1", "/ws/a")])
+    with pytest.raises(HandlerError) as refused:
+        await rig.control.sessions_close("s-\u202e9", False)
+    assert str(refused.value) == ("there is no session s-?9; `codedeck-bridge sessions` lists them")
+    assert rig.fed == []

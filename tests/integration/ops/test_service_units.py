@@ -57,7 +57,7 @@ def test_install_writes_a_correct_user_unit(tmp_path: Path, cli: Cli) -> None:
     assert keys["Type"] == ["notify"] and keys["NotifyAccess"] == ["main"]
     assert keys["Restart"] == ["on-failure"] and keys["RestartPreventExitStatus"] == ["2"]
     assert keys["StartLimitBurst"] == ["5"] and keys["StartLimitIntervalSec"] == ["600"]
-    assert keys["WatchdogSec"] == ["60s"] and keys["KillMode"] == ["mixed"]
+    assert keys["WatchdogSec"] == ["60s"] and keys["KillMode"] == ["process"]
     assert keys["NoNewPrivileges"] == ["yes"]
     assert "ProtectHome" not in keys and "PrivateTmp" not in keys
     # This installation: the tests run `python -m bridge`; from a source checkout that is not
