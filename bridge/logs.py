@@ -41,12 +41,12 @@ import logging
 import os
 import re
 import sys
-import threading
 import time
 from collections.abc import Iterable, Mapping
 from typing import Any, Final, TextIO
 
 from bridge.nostr.keys import NostrKeyError, hex_to_npub, secret_to_nsec
+from bridge.redaction import REDACTED, SecretRegistry, SecretsFilter, mask
 
 __all__ = [
     "LOG_FORMATS",
@@ -65,8 +65,6 @@ __all__ = [
 
 LOG_FORMATS: Final = ("auto", "text", "json")
 STABLE_KEYS: Final = ("phone", "session", "type", "event", "relay")
-REDACTED: Final = "[REDACTED]"
-_MIN_SECRET_LENGTH: Final = 8  # shorter "secrets" would mask ordinary words
 
 # Attributes every LogRecord has; anything else on a record came from `extra=`.
 _RESERVED: Final = frozenset(vars(logging.LogRecord("", 0, "", 0, "", (), None))) | {
@@ -74,23 +72,6 @@ _RESERVED: Final = frozenset(vars(logging.LogRecord("", 0, "", 0, "", (), None))
     "asctime",
     "taskName",
 }
-
-_PATTERNS: Final = (
-    # NIP-19 secret keys (bech32 alphabet); the whole token goes.
-    (re.compile(r"nsec1[qpzry9x8gf2tvdw0s3jn54khce6mua7l]{6,}", re.IGNORECASE), f"nsec1{REDACTED}"),
-    # Anthropic API keys and OAuth tokens (sk-ant-api03-…, sk-ant-oat01-…).
-    (re.compile(r"sk-ant-[A-Za-z0-9_\-]{4,}"), f"sk-ant-{REDACTED}"),
-    # HTTP bearer tokens (the relay admin token, provider tokens).
-    (re.compile(r"(?i)\b(bearer)(\s+)[A-Za-z0-9._~+/=\-]{4,}"), rf"\1\2{REDACTED}"),
-    # NAME=value / NAME: value for the credential variables the bridge knows of.
-    (
-        re.compile(
-            r"(?i)\b((?:ANTHROPIC_API_KEY|ANTHROPIC_AUTH_TOKEN|CLAUDE_CODE_OAUTH_TOKEN)"
-            r"[\"']?\s*[=:]\s*[\"']?)[^\s\"',;]+"
-        ),
-        rf"\1{REDACTED}",
-    ),
-)
 
 _LEVEL_PRIORITY: Final = {
     logging.DEBUG: 7,
@@ -104,33 +85,7 @@ _LEVEL_PRIORITY: Final = {
 # --- secrets ------------------------------------------------------------------------------------
 
 
-class _SecretRegistry:
-    """The process's known secrets, as one compiled alternation (rebuilt when one is added)."""
-
-    def __init__(self) -> None:
-        self._lock = threading.Lock()
-        self._values: set[str] = set()
-        self._pattern: re.Pattern[str] | None = None
-
-    def add(self, values: Iterable[str]) -> None:
-        with self._lock:
-            before = len(self._values)
-            self._values.update(v for v in values if len(v) >= _MIN_SECRET_LENGTH)
-            if len(self._values) != before:
-                longest_first = sorted(self._values, key=len, reverse=True)
-                self._pattern = re.compile("|".join(re.escape(v) for v in longest_first))
-
-    def clear(self) -> None:
-        with self._lock:
-            self._values.clear()
-            self._pattern = None
-
-    @property
-    def pattern(self) -> re.Pattern[str] | None:
-        return self._pattern
-
-
-_REGISTRY = _SecretRegistry()
+_REGISTRY = SecretRegistry()
 
 
 def _forms(secret: str | bytes) -> list[str]:
@@ -163,60 +118,22 @@ def clear_registered_secrets() -> None:
 
 def redact(text: str, secrets: re.Pattern[str] | None = None) -> str:
     """`text` with registered secrets, ``secrets`` and every secret-looking token masked."""
-    for pattern in (_REGISTRY.pattern, secrets):
-        if pattern is not None:
-            text = pattern.sub(REDACTED, text)
-    for pattern, replacement in _PATTERNS:
-        text = pattern.sub(replacement, text)
-    return text
+    return mask(text, _REGISTRY.pattern, secrets)
 
 
-def _redact_value(value: Any, secrets: re.Pattern[str] | None) -> Any:
-    if isinstance(value, str):
-        return redact(value, secrets)
-    if isinstance(value, bool | int | float) or value is None:
-        return value
-    return redact(str(value), secrets)
-
-
-class RedactionFilter(logging.Filter):
+class RedactionFilter(SecretsFilter):
     """Rewrites each record so that no secret reaches a handler's output (see the module doc).
 
-    The message is rendered (``msg % args``) and redacted, ``args`` cleared, string extras
-    redacted and the traceback rendered and redacted into ``exc_text``, which formatters print
-    instead of formatting the exception again. Rewriting is idempotent, so a record passing
-    through several handlers is safe.
+    The rules are :class:`bridge.redaction.SecretsFilter`'s; here the secrets are also the
+    process's registered ones (`register_secret`), and a 32-byte key is masked as its
+    ``nsec1…`` too.
 
     Args:
         secrets: exact values to mask for this filter only, besides the registered ones.
     """
 
     def __init__(self, secrets: Iterable[str | bytes] = ()) -> None:
-        super().__init__()
-        forms = sorted(
-            {f for s in secrets for f in _forms(s) if len(f) >= _MIN_SECRET_LENGTH},
-            key=len,
-            reverse=True,
-        )
-        self._secrets = re.compile("|".join(map(re.escape, forms))) if forms else None
-
-    def filter(self, record: logging.LogRecord) -> bool:
-        try:
-            message = record.getMessage()
-        except Exception:  # a bad format string must not lose the record (or raise from here)
-            message = f"{record.msg!r} (unformattable arguments)"
-        record.msg = redact(message, self._secrets)
-        record.args = None
-        for key, value in list(vars(record).items()):
-            if key not in _RESERVED:
-                setattr(record, key, _redact_value(value, self._secrets))
-        if record.exc_info and not record.exc_text:
-            record.exc_text = logging.Formatter().formatException(record.exc_info)
-        if record.exc_text:
-            record.exc_text = redact(record.exc_text, self._secrets)
-        if record.stack_info:
-            record.stack_info = redact(record.stack_info, self._secrets)
-        return True
+        super().__init__([f for s in secrets for f in _forms(s)], registry=_REGISTRY)
 
 
 # --- context keys -------------------------------------------------------------------------------

@@ -20,6 +20,7 @@ import os
 import signal
 import socket
 import sys
+from collections.abc import Mapping
 from typing import cast
 
 import orjson
@@ -29,6 +30,7 @@ from bridge.host.journal import Journal, JournalError, JournalLocked
 from bridge.host.launch import LaunchError, LaunchSpec, decode_launch
 from bridge.host.layout import HostInfo, HostPaths, host_paths, process_start_time, write_info
 from bridge.host.server import SessionHost, bind_socket
+from bridge.redaction import SecretsFilter
 
 __all__ = ["DRIVERS", "main"]
 
@@ -39,6 +41,8 @@ DRIVERS = {
 """Agent kind → (module, factory name): imported only when that agent runs."""
 
 logger = logging.getLogger("bridge.host")
+
+_SECRET_WORDS = ("KEY", "TOKEN", "SECRET", "PASSWORD", "CREDENTIAL")
 
 
 def _answer(payload: dict[str, object]) -> None:
@@ -73,12 +77,21 @@ def main() -> int:
     except LaunchError as exc:
         _answer({"ok": False, "error": f"bad launch spec: {exc}"})
         return 2
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+    # The agent's credentials are in its environment: no log line of the host may show them.
+    handler.addFilter(SecretsFilter(_secret_values(spec.driver.env)))
     logging.basicConfig(
-        stream=sys.stderr,
-        level=getattr(logging, spec.log_level.upper(), logging.INFO),
-        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+        level=getattr(logging, spec.log_level.upper(), logging.INFO), handlers=[handler]
     )
     return _run(spec)
+
+
+def _secret_values(env: Mapping[str, str]) -> list[str]:
+    """The values of the variables that hold credentials (by their name)."""
+    return [
+        value for name, value in env.items() if any(word in name.upper() for word in _SECRET_WORDS)
+    ]
 
 
 def _run(spec: LaunchSpec) -> int:

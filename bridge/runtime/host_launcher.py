@@ -33,6 +33,7 @@ import orjson
 from bridge.host.launch import LaunchSpec, encode_launch
 from bridge.host.layout import (
     HOST_MODULE,
+    HostInfo,
     HostPaths,
     host_alive,
     host_paths,
@@ -45,6 +46,9 @@ __all__ = [
     "HostLaunchError",
     "HostLauncher",
     "host_environment",
+    "kill_host",
+    "stop_host",
+    "wait_gone",
 ]
 
 logger = logging.getLogger(__name__)
@@ -175,19 +179,32 @@ async def stop_host(paths: HostPaths, wait: float = STOP_WAIT) -> bool:
         return False
     with contextlib.suppress(ProcessLookupError):
         os.kill(info.pid, signal.SIGTERM)
+    if not await wait_gone(info, wait):
+        logger.warning("! session host %d did not stop; killing it", info.pid)
+        kill_host(info)
+        await wait_gone(info, wait)
+    return True
+
+
+async def wait_gone(info: HostInfo, timeout: float) -> bool:
+    """Wait until the host `info` names has exited; False when `timeout` passed first."""
     loop = asyncio.get_running_loop()
-    deadline = loop.time() + wait
+    deadline = loop.time() + timeout
     while host_alive(info):
         if loop.time() >= deadline:
-            logger.warning("! session host %d did not stop; killing it", info.pid)
-            # The host's process group holds its agent too (PDEATHSIG would take it anyway).
-            with contextlib.suppress(ProcessLookupError, PermissionError):
-                os.killpg(os.getpgid(info.pid), signal.SIGKILL)
-            with contextlib.suppress(ProcessLookupError):
-                os.kill(info.pid, signal.SIGKILL)
-            break
-        await asyncio.sleep(0.05)
+            return False
+        await asyncio.sleep(0.02)
     return True
+
+
+def kill_host(info: HostInfo) -> None:
+    """SIGKILL a host (checked to be that host) and its process group, its agent with it."""
+    if not host_alive(info):
+        return
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(os.getpgid(info.pid), signal.SIGKILL)
+    with contextlib.suppress(ProcessLookupError):
+        os.kill(info.pid, signal.SIGKILL)
 
 
 def _open_log(path: Path) -> int:

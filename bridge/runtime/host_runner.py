@@ -44,8 +44,6 @@ import time
 from collections.abc import Callable, Collection, Mapping
 from typing import Any, Final, Protocol, assert_never
 
-from pydantic import ValidationError
-
 from bridge.agents.base import (
     Phase,
     RunnerError,
@@ -54,36 +52,24 @@ from bridge.agents.base import (
     check_start,
 )
 from bridge.engine.inputs import (
-    AgentAnswered,
     AgentEnded,
     AgentEntry,
     AgentFailed,
-    AgentOptionSet,
     AgentReady,
-    AgentRecordEvent,
     AgentStateChanged,
     Input,
     JournalRecord,
-    PermissionRequested,
     PermissionStillPending,
 )
 from bridge.host.driver import DriverSpec, PermissionAnswer
 from bridge.host.events import (
-    Answered,
-    Entry,
     Exited,
     Failed,
     HostEvent,
-    OptionSet,
-    PermissionAsked,
     Ready,
-    StateChanged,
-    decode_event,
 )
-from bridge.host.journal import Journal, JournalError, JournalLocked
 from bridge.host.launch import LaunchSpec
-from bridge.host.layout import HostPaths
-from bridge.host.vocabulary import iso_timestamp
+from bridge.host.layout import HostPaths, read_info
 from bridge.host.wire import (
     Ack,
     Answer,
@@ -99,13 +85,26 @@ from bridge.host.wire import (
     ToolCheck,
     Verdict,
 )
-from bridge.protocol import ModelEntry, OutputEntry
-from bridge.runtime.host_launcher import HostBusy, HostLauncher, HostLaunchError, stop_host
+from bridge.protocol import ModelEntry
+from bridge.runtime.host_launcher import (
+    HostBusy,
+    HostLauncher,
+    HostLaunchError,
+    kill_host,
+    stop_host,
+    wait_gone,
+)
 from bridge.runtime.host_link import HostLink, HostLinkError
+from bridge.runtime.host_records import (
+    host_event_input,
+    permission_input,
+    read_dead_journal,
+    restart_entry,
+)
 from bridge.tasks import TaskSet
 from store.bridge_state import InboxRow
 
-__all__ = ["MAX_RESTARTS", "HostRunner", "HostStore", "ToolCheckFn", "host_event_input"]
+__all__ = ["MAX_RESTARTS", "HostRunner", "HostStore", "ToolCheckFn"]
 
 logger = logging.getLogger(__name__)
 
@@ -148,50 +147,6 @@ class _Gone:
     reason: str = "the session host stopped"
     failed: bool = False
     turn_completed: bool = False
-
-
-def host_event_input(session_id: str, event: HostEvent) -> AgentRecordEvent | None:
-    """The engine input of one journal record (None: a record the engine only counts)."""
-    match event:
-        case Ready():
-            return AgentReady(session_id, event.sdk_session_id, event.model, event.cwd)
-        case Failed():
-            return AgentFailed(session_id, event.reason)
-        case Entry():
-            try:
-                entry = OutputEntry.model_validate(dict(event.entry))
-            except ValidationError as exc:
-                logger.warning(
-                    "! session %s: the agent wrote an entry that is not valid (%d error(s)); "
-                    "dropped",
-                    session_id[:8],
-                    exc.error_count(),
-                )
-                return None
-            return AgentEntry(session_id, entry)
-        case StateChanged():
-            return AgentStateChanged(session_id, event.state)
-        case OptionSet():
-            return AgentOptionSet(session_id, event.option, event.value, event.result)
-        case PermissionAsked():
-            return _permission(session_id, event)
-        case Answered():
-            return AgentAnswered(session_id, event.uids)
-        case Exited():
-            return None
-        case _:
-            assert_never(event)
-
-
-def _permission(session_id: str, event: PermissionAsked) -> PermissionRequested:
-    return PermissionRequested(
-        session_id,
-        event.request_id,
-        event.tool_name,
-        dict(event.tool_input),
-        description=event.description,
-        agent_id=event.agent_id,
-    )
 
 
 class HostRunner:
@@ -251,6 +206,8 @@ class HostRunner:
         self._diff_sent: bool | None = None
         self._stopping = False
         self._note: tuple[_Gone, int] | None = None
+        self._acked = 0
+        self._ack_scheduled = False
         self.attached = asyncio.Event()
         """Set once the engine has everything of the host (records, parked asks) — or there is
         no host to have it from: the daemon holds the phones' commands until then."""
@@ -326,6 +283,8 @@ class HostRunner:
             return
         self._phase = Phase.CLOSED
         self._stopping = True
+        paths = self._launcher.paths(self.session_id)
+        info = read_info(paths)  # the host removes its files as it ends
         link = self._link
         if link is not None:
             link.send(Close("the session was closed"))
@@ -337,6 +296,8 @@ class HostRunner:
         if link is not None:
             await link.close()
         # A host that did not end by itself (or one the link never reached) is stopped here.
+        if info is not None and not await wait_gone(info, CLOSE_WAIT / 4):
+            kill_host(info)
         await self._launcher.kill(self.session_id, remove=True)
 
     async def detach(self) -> None:
@@ -349,9 +310,21 @@ class HostRunner:
             self._link = None
 
     def acked(self, seq: int) -> None:
-        """The engine committed the records up to `seq`: the host may trim them."""
+        """The engine committed the records up to `seq`: the host may trim them.
+
+        Coalesced: one ``ack`` per turn of the event loop, however many commits came in it.
+        """
+        if seq <= self._acked:
+            return
+        self._acked = seq
+        if not self._ack_scheduled:
+            self._ack_scheduled = True
+            asyncio.get_running_loop().call_soon(self._send_ack)
+
+    def _send_ack(self) -> None:
+        self._ack_scheduled = False
         if self._link is not None:
-            self._link.send(Ack(seq))
+            self._link.send(Ack(self._acked))
 
     # --- supervising -----------------------------------------------------------------------------
 
@@ -516,7 +489,7 @@ class HostRunner:
             if isinstance(item, EventRecord):
                 self._record(item.seq, item.event, gone)
             elif isinstance(item, PermissionPending):
-                self._emit(PermissionStillPending(_permission(self.session_id, item.request)))
+                self._emit(PermissionStillPending(permission_input(self.session_id, item.request)))
             elif isinstance(item, Synced):
                 self.attached.set()
             elif isinstance(item, ToolCheck):
@@ -556,41 +529,11 @@ class HostRunner:
     async def _drain_journal(self, gone: _Gone) -> _Gone:
         """Records the dead host journaled but never sent: read them from its file."""
         path = self._launcher.paths(self.session_id).journal
-        if not path.exists():
-            return gone
-        for _ in range(_LOCK_RETRIES):
-            try:
-                journal = Journal.open(path)
-                break
-            except JournalLocked:
-                # The host is still on its way out; its lock goes with it.
-                await asyncio.sleep(_LOCK_RETRY_WAIT)
-            except JournalError as exc:
-                logger.error("x session %s: its journal cannot be read: %s", self.sid, exc)
-                return gone
-        else:
-            logger.error("x session %s: its host holds the journal and does not answer", self.sid)
-            return gone
-        try:
-            floor = journal.first_seq - 1
-            if self._seen < floor:
-                logger.error(
-                    "x session %s: journal records %d..%d were trimmed before the engine had them",
-                    self.sid,
-                    self._seen + 1,
-                    floor,
-                )
-                self._seen = floor
-            for seq, payload in journal.read(after=self._seen):
-                try:
-                    event = decode_event(payload)
-                except ValueError as exc:
-                    logger.error("x session %s: journal record %d: %s", self.sid, seq, exc)
-                    self._seen = seq
-                    continue
+        for seq, event in await read_dead_journal(path, self._seen, self.sid):
+            if event is None:
+                self._seen = max(self._seen, seq)  # damaged or trimmed: counted, not applied
+            else:
                 self._record(seq, event, gone)
-        finally:
-            journal.close()
         return gone
 
     async def _restart_note(self, link: HostLink, gone: _Gone, count: int) -> None:
@@ -603,19 +546,7 @@ class HostRunner:
             except HostLinkError:
                 got = set()
             interrupted = [row for row in sent if row.uid in got]
-        text = f"{gone.reason} — restarting ({count} of {self._max_restarts})"
-        if interrupted:
-            quote = interrupted[0].text.strip().replace("\n", " ")
-            if len(quote) > _QUOTE_CHARS:
-                quote = quote[: _QUOTE_CHARS - 1] + "…"
-            more = f" and {len(interrupted) - 1} more" if len(interrupted) > 1 else ""
-            text += f"; your input “{quote}”{more} was interrupted and did not finish"
-        metadata: dict[str, Any] = {"special": "session_restart", "reason": gone.reason}
-        if interrupted:
-            metadata["interrupted"] = [row.input_id or row.uid for row in interrupted]
-        entry = OutputEntry(
-            entryType="system", content=text, timestamp=_now_iso(), metadata=metadata
-        )
+        entry = restart_entry(gone.reason, count, self._max_restarts, interrupted, time.time())
         self._emit(AgentEntry(self.session_id, entry))
         if interrupted:
             await self._store.inputs_interrupted(self.session_id, [row.uid for row in interrupted])
@@ -640,7 +571,3 @@ class HostRunner:
 
     def _cwd(self) -> str | None:
         return str(self._spec.cwd) if self._spec is not None else None
-
-
-def _now_iso() -> str:
-    return iso_timestamp(time.time())
