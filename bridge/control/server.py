@@ -32,7 +32,6 @@ import os
 import secrets
 import socket
 import stat
-import struct
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 from types import TracebackType
@@ -43,6 +42,7 @@ from bridge.control.connection import Call, Close, ConnectionState, Reply, Serve
 from bridge.control.framing import MAX_BODY_BYTES, encode_frame
 from bridge.control.methods import ControlHandler, HandlerError
 from bridge.control.rpc import REQUEST_FAILED, serialize_error
+from bridge.peercred import peer_allowed
 from bridge.tasks import TaskSet
 
 __all__ = [
@@ -92,20 +92,6 @@ async def _answers(path: Path) -> bool:
     with contextlib.suppress(OSError):
         await writer.wait_closed()
     return True
-
-
-def _peer_allowed(writer: asyncio.StreamWriter) -> bool:
-    """Defense in depth beside the file mode: the peer must be us (or root)."""
-    sock = writer.get_extra_info("socket")
-    option = getattr(socket, "SO_PEERCRED", None)
-    if sock is None or option is None:
-        return True  # not Linux: the 0600 socket in the 0700 home is the guard
-    try:
-        raw = sock.getsockopt(socket.SOL_SOCKET, option, struct.calcsize("3i"))
-    except OSError:
-        return False
-    _pid, uid, _gid = struct.unpack("3i", raw)
-    return uid in (os.geteuid(), 0)
 
 
 class ControlServer:
@@ -273,7 +259,7 @@ class ControlServer:
         if self._closing:
             writer.close()
             return
-        if not _peer_allowed(writer):
+        if not peer_allowed(writer):
             logger.warning("refused a control connection from another user")
             writer.close()
             return

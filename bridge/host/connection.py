@@ -19,9 +19,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-import os
-import socket
-import struct
 from typing import Final, Protocol, TypeGuard
 
 from bridge.host.events import HostEvent, PermissionAsked
@@ -52,7 +49,7 @@ from bridge.host.wire import (
 )
 from bridge.tasks import TaskSet
 
-__all__ = ["HANDSHAKE_TIMEOUT", "DaemonConnection", "HostSide", "peer_allowed"]
+__all__ = ["HANDSHAKE_TIMEOUT", "DaemonConnection", "HostSide"]
 
 logger = logging.getLogger(__name__)
 
@@ -254,17 +251,3 @@ def _from_daemon(message: DaemonMessage | HostMessage) -> TypeGuard[DaemonMessag
             Close,
         ),
     )
-
-
-def peer_allowed(writer: asyncio.StreamWriter) -> bool:
-    """Only our own uid (or root) may drive the host; the socket's mode is the first guard."""
-    sock = writer.get_extra_info("socket")
-    option = getattr(socket, "SO_PEERCRED", None)
-    if sock is None or option is None:
-        return True
-    try:
-        raw = sock.getsockopt(socket.SOL_SOCKET, option, struct.calcsize("3i"))
-    except OSError:
-        return False
-    _pid, uid, _gid = struct.unpack("3i", raw)
-    return uid in (os.geteuid(), 0)

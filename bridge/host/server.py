@@ -40,7 +40,7 @@ import time
 from collections.abc import Callable, Mapping
 from typing import Any, Final, assert_never
 
-from bridge.host.connection import DaemonConnection, peer_allowed
+from bridge.host.connection import DaemonConnection
 from bridge.host.driver import (
     Driver,
     DriverError,
@@ -79,6 +79,7 @@ from bridge.host.wire import (
     Welcome,
     WireError,
 )
+from bridge.peercred import peer_allowed
 from bridge.tasks import TaskSet
 
 __all__ = ["TRIM_EVERY", "SessionHost", "bind_socket"]

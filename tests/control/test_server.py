@@ -32,8 +32,8 @@ from bridge.control import (
     control_socket_path,
     encode_frame,
 )
-from bridge.control.server import _peer_allowed
 from bridge.nostr.keys import Keypair
+from bridge.peercred import peer_allowed
 from tests.control.fake_handler import FakeHandler, RefusingHandler
 
 PHONE = Keypair.from_secret("02" * 32)
@@ -449,6 +449,6 @@ class _FakeWriter:
 
 
 def test_only_our_own_user_may_connect() -> None:
-    assert _peer_allowed(_FakeWriter(os.geteuid()))  # type: ignore[arg-type]
-    assert _peer_allowed(_FakeWriter(0))  # type: ignore[arg-type]
-    assert not _peer_allowed(_FakeWriter(os.geteuid() + 4242))  # type: ignore[arg-type]
+    assert peer_allowed(_FakeWriter(os.geteuid()))  # type: ignore[arg-type]
+    assert peer_allowed(_FakeWriter(0))  # type: ignore[arg-type]
+    assert not peer_allowed(_FakeWriter(os.geteuid() + 4242))  # type: ignore[arg-type]

@@ -889,7 +889,7 @@ _FRAMES = st.recursive(
 )
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=150, deadline=None)
 @given(
     frames=st.lists(_FRAMES.map(lambda f: {**f, "type": f.get("type", "assistant")}), max_size=5)
 )

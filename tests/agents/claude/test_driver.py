@@ -252,7 +252,7 @@ async def test_a_prompt_waits_for_the_phone_then_allows_with_always(
     tool_use = [e for e in session.events[mark:position] if isinstance(e, Entry)]
     assert any(e.entry["entryType"] == "tool_use" for e in tool_use)  # the card came after it
     assert session.events[position - 1] == StateChanged("waiting_permission")
-    await asyncio.sleep(1.5)  # any timeout would have struck by now: none does
+    await asyncio.sleep(0.5)  # any timeout would have struck by now: none does
     assert not ask.future.done() and session.driver.status().state == "waiting_permission"
     ask.future.set_result(PermissionAnswer(True, always=True))
     await session.turn_end(mark)

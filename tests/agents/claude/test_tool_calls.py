@@ -44,7 +44,10 @@ async def test_a_prompt_asks_the_phone_and_answers() -> None:
     assert states == ["waiting_permission", "running"] and calls.pending == 0
 
 
-async def test_a_question_waits_as_a_question_and_gets_an_id_when_the_cli_gave_none() -> None:
+async def test_a_question_waits_as_a_question_and_gets_an_id_when_the_cli_gave_none(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr("bridge.agents.claude.tool_calls.TOOL_USE_WAIT", 0.2)
     calls, services, _, states = make()
     request = _prompt("AskUserQuestion", tool_use_id=None)
     del request["title"]
