@@ -8,6 +8,8 @@ and stop:
 ``commit``             one transaction per ``Commit``: the only map from store operations to store
 ``outbound``           sealing and sending to the relays, the outbox and its retries
 ``runners``            the agent sessions' runners and the inbox hand-off
+``host_runner``        one session's runner: its session host adopted or spawned, its journal
+``host_launcher``      starting, finding and stopping session hosts (``host_link``: the socket)
 ``agent_env``          the agents' environment, runner factory, PreToolUse check and model list
 ``errands``            slow work answered later: probes, downloads, images, folders, models
 ``control_handler``    the control socket's answers and the pairing waiters
@@ -20,12 +22,16 @@ and stop:
 Start-up: lock the home (one daemon per home) → open the database → load or create the identity
 → load the engine's state → start the embedded relay when no relay is configured → build the
 engine → serve the control socket → connect the relay pool (subscriptions rebuilt from the
-engine; each relay's first open re-sends the outbox) → scan the folders → resume sessions →
-the engine loop, the periodic work and the commit watcher → ``READY=1``.
+engine; each relay's first open re-sends the outbox) → scan the folders → stop the hosts of
+sessions the store no longer has → resume sessions (adopting their hosts) → the engine loop →
+the phones' commands, held until every host re-presented its cards → the periodic work and the
+commit watcher → ``READY=1``.
 
 Shutdown (SIGTERM/SIGINT, or a critical task that ended): the engine loop finishes its current
 input and stops → background tasks are cancelled and awaited → pairing waiters are told
-``closed`` → relay registration, errands and runners close → the final heartbeat (every session
+``closed`` → relay registration and errands close → the runners close their sessions' hosts, or
+(``keep_sessions``: under systemd by default, ``run --keep-sessions``) let go of them, leaving
+the agents running for the next start → the final heartbeat (every session
 ``offline``, ``machineOffline: true``) → the send queue drains → the control socket, the relays
 and the embedded relay close. Every step runs in a ``finally``, so a failure half-way never
 leaves the lock held or a relay listening.
@@ -305,10 +311,13 @@ class Daemon:
             self.tasks.spawn(periodic.run(), "the periodic work", critical=True)
             commits.start()
             logger.info(
-                "bridge %s serving %s on %s; Ctrl-C stops it",
+                "bridge %s serving %s on %s; Ctrl-C stops it (%s)",
                 self.keypair.npub,
                 settings.machine_name,
                 ", ".join(public_relays),
+                "its sessions keep running"
+                if self.keep_sessions
+                else "and stops its sessions' agents; run --keep-sessions to leave them working",
             )
             self.notifier.ready(f"serving on {', '.join(public_relays)}")
             self._start_watchdog(status)
