@@ -15,6 +15,8 @@ A runner (:mod:`bridge.agents`) reports its session's life through inputs:
   session stays listed (idle) and refuses input until a resume at the next boot.
 - ``AgentOptionSet`` — the value of mode / effort / model now in force: confirmed to the phones.
 - ``AgentAnswered`` — the agent finished the turns of these inputs: their inbox rows go.
+- ``AgentRestarted`` — the agent was resumed in a new host: the ``session_restart`` line, and
+  the rows of the inputs it cut short leave the inbox, in one commit.
 - ``SessionCommitted`` — a commit landed in the session's project (the heartbeat's ``committed``).
 
 Pure: the clock is ``now``.
@@ -43,6 +45,7 @@ from bridge.engine.inputs import (
     AgentFailed,
     AgentOptionSet,
     AgentReady,
+    AgentRestarted,
     AgentStateChanged,
     SessionCommitted,
 )
@@ -264,6 +267,15 @@ class AgentEvents:
                 message = ModelConfirmedMessage(sessionId=record.session_id, model=model)
         outbox = (Publish(message, self._phones.audience()),) if message is not None else ()
         return [Commit((SaveSession(record),), outbox=outbox)]
+
+    def restarted(self, event: AgentRestarted, now: float) -> list[Effect]:
+        """The ``session_restart`` line, with the interrupted inputs' rows gone, in one commit."""
+        state = self._sessions.get(event.session_id)
+        if state is None:
+            return [Dropped(f"restart of unknown session {event.session_id[:8]}")]
+        appended = self._transcript.append(state, [event.entry], last_activity=iso(now))
+        done = (RemoveInbox(event.interrupted),) if event.interrupted else ()
+        return [Commit((*appended.ops, *done)), *appended.live]
 
     @staticmethod
     def answered(event: AgentAnswered) -> list[Effect]:

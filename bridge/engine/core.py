@@ -67,6 +67,7 @@ from bridge.engine.inputs import (
     AgentFailed,
     AgentOptionSet,
     AgentReady,
+    AgentRestarted,
     AgentStateChanged,
     CommandEventReceived,
     CredentialsProbed,
@@ -276,6 +277,8 @@ class Engine:
                 return self.cards.on_permission_still_pending(event, now)
             case AgentAnswered():
                 return agents.answered(event)
+            case AgentRestarted():
+                return agents.restarted(event, now)
             case JournalRecord():
                 return self._on_journal_record(event, now)
             case ToolBlocked():

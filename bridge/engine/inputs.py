@@ -22,6 +22,7 @@ __all__ = [
     "AgentOptionSet",
     "AgentReady",
     "AgentRecordEvent",
+    "AgentRestarted",
     "AgentStateChanged",
     "CommandEventReceived",
     "CredentialsProbed",
@@ -162,6 +163,21 @@ class PermissionStillPending:
     """
 
     request: PermissionRequested
+
+
+@dataclass(frozen=True, slots=True)
+class AgentRestarted:
+    """The session's agent was resumed in a new session host after its last one ended.
+
+    `entry` is the ``session_restart`` line for the phone; `interrupted` are the inbox uids of
+    inputs the agent had taken whose turn never finished — said in the entry, and done with:
+    their rows leave the inbox in the same commit as the line, so that neither can be lost
+    without the other.
+    """
+
+    session_id: str
+    entry: OutputEntry
+    interrupted: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -331,6 +347,7 @@ Input = (
     | PermissionRequested
     | PermissionStillPending
     | AgentAnswered
+    | AgentRestarted
     | JournalRecord
     | FoldersScanned
     | FolderCreated

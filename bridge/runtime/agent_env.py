@@ -23,6 +23,7 @@ The engine is read only through its queries.
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import os
 from collections.abc import Callable, Mapping
@@ -131,6 +132,23 @@ class AgentEnvironment:
             return resolved
         return dict(provider_env(env, resolved.base_url, resolved.token, resolved.model))
 
+    def current_spec(self, spec: SessionSpec) -> SessionSpec:
+        """`spec` with the options now in force (a new host must not start on stale ones).
+
+        A runner keeps the spec it was started with; the phone may have changed the mode,
+        effort or model since, and a host started again after a crash must take those.
+        """
+        record = self._engine.session(spec.session_id)
+        if record is None:
+            return spec
+        return dataclasses.replace(
+            spec,
+            permission_mode=record.permission_mode or spec.permission_mode,
+            model=record.model,
+            effort_level=record.effort_level,
+            provider_id=record.provider_id,
+        )
+
     # --- runners --------------------------------------------------------------------------
 
     def runner_factory(
@@ -173,6 +191,7 @@ class AgentEnvironment:
                 agent=agent,
                 label=label,
                 env_for=self.agent_env,
+                spec_for=self.current_spec,
                 driver_options=options,
                 tool_check=self.tool_check,
                 diff_allowed=self._engine.diff_allowed,

@@ -53,9 +53,9 @@ from bridge.agents.base import (
 )
 from bridge.engine.inputs import (
     AgentEnded,
-    AgentEntry,
     AgentFailed,
     AgentReady,
+    AgentRestarted,
     AgentStateChanged,
     Input,
     JournalRecord,
@@ -135,10 +135,6 @@ class HostStore(Protocol):
         """Inbox rows handed to the agent whose turn is not known to be over."""
         ...
 
-    async def inputs_interrupted(self, session_id: str, uids: list[str]) -> None:
-        """These inputs' turns were cut short by a restart (the phone was told): done."""
-        ...
-
 
 @dataclasses.dataclass
 class _Gone:
@@ -159,6 +155,7 @@ class HostRunner:
         agent: the agent kind (``claude``, ``scripted``).
         label: how messages name the agent (``Claude Code``).
         env_for: the agent's complete environment for a spawn, or why it cannot start.
+        spec_for: the spec with the options now in force (mode, effort, model), for a spawn.
         driver_options: the driver's agent-specific options.
         tool_check: the gate in front of every tool call (None: no pre-tool checks).
         diff_allowed: whether every phone can show diffs.
@@ -176,6 +173,7 @@ class HostRunner:
         agent: str,
         label: str,
         env_for: Callable[[SessionSpec], Mapping[str, str] | str],
+        spec_for: Callable[[SessionSpec], SessionSpec] | None = None,
         driver_options: Mapping[str, Any],
         tool_check: ToolCheckFn | None,
         diff_allowed: Callable[[], bool],
@@ -190,6 +188,7 @@ class HostRunner:
         self._agent = agent
         self._label = label
         self._env_for = env_for
+        self._spec_for = spec_for or (lambda spec: spec)
         self._options = dict(driver_options)
         self._tool_check = tool_check
         self._diff_allowed = diff_allowed
@@ -455,8 +454,8 @@ class HostRunner:
             self._emit(AgentStateChanged(self.session_id, status.state))
 
     async def _spawn(self, resume: bool) -> None:
-        spec = self._spec
-        assert spec is not None
+        assert self._spec is not None
+        spec = self._spec = self._spec_for(self._spec)
         env = self._env_for(spec)
         if isinstance(env, str):
             raise HostLaunchError(env)
@@ -547,9 +546,8 @@ class HostRunner:
                 got = set()
             interrupted = [row for row in sent if row.uid in got]
         entry = restart_entry(gone.reason, count, self._max_restarts, interrupted, time.time())
-        self._emit(AgentEntry(self.session_id, entry))
-        if interrupted:
-            await self._store.inputs_interrupted(self.session_id, [row.uid for row in interrupted])
+        uids = tuple(row.uid for row in interrupted)
+        self._emit(AgentRestarted(self.session_id, entry, uids))
 
     # --- helpers ---------------------------------------------------------------------------------
 

@@ -351,6 +351,3 @@ class DatabaseHostStore:
 
     async def sent_inputs(self, session_id: str) -> list[InboxRow]:
         return await bridge_state.inbox_rows(self._db, session_id=session_id, state="sent")
-
-    async def inputs_interrupted(self, session_id: str, uids: list[str]) -> None:
-        await bridge_state.remove_inbox(self._db, uids)

@@ -24,6 +24,7 @@ from bridge.engine.inputs import (
     AgentAnswered,
     AgentEntry,
     AgentReady,
+    AgentRestarted,
     AgentStateChanged,
     JournalRecord,
     PermissionRequested,
@@ -180,3 +181,15 @@ def test_cards_of_an_agent_that_restarted_are_withdrawn_on_the_phone() -> None:
     assert not [e for e in late if isinstance(e, AnswerPermission)]  # nothing left to answer
     again = engine.handle(AgentReady(session, "sdk-1", "m", ROOT), NOW)
     assert not [op for op in ops(again) if isinstance(op, AppendTranscript)]  # said once
+
+
+def test_a_restart_line_and_the_end_of_its_interrupted_inputs_commit_together() -> None:
+    engine = make_engine()
+    session = ready_session(engine)
+    line = OutputEntry(entryType="system", content="restarting", timestamp="t")
+    effects = engine.handle(AgentRestarted(session, line, ("u-1",)), NOW)
+    [commit] = [e for e in effects if isinstance(e, Commit)]
+    assert [type(op) for op in commit.ops] == [AppendTranscript, RemoveInbox]
+    assert engine.handle(AgentRestarted("gone", line), NOW)[0] == Dropped(
+        "restart of unknown session gone"
+    )

@@ -24,6 +24,7 @@ from bridge.engine.inputs import (
     AgentEntry,
     AgentFailed,
     AgentReady,
+    AgentRestarted,
     Input,
     JournalRecord,
     PermissionRequested,
@@ -46,7 +47,6 @@ class FakeStore:
     answers_held: list[Answer] = field(default_factory=list)
     delivered: list[str] = field(default_factory=list)
     sent: list[InboxRow] = field(default_factory=list)
-    interrupted: list[str] = field(default_factory=list)
 
     async def answers(self, session_id: str) -> list[Answer]:
         return list(self.answers_held)
@@ -56,9 +56,6 @@ class FakeStore:
 
     async def sent_inputs(self, session_id: str) -> list[InboxRow]:
         return list(self.sent)
-
-    async def inputs_interrupted(self, session_id: str, uids: list[str]) -> None:
-        self.interrupted += uids
 
 
 @dataclass
@@ -107,7 +104,7 @@ class Rig:
         return [e.seq for e in self.fed if isinstance(e, JournalRecord)]
 
     def texts(self) -> list[str]:
-        return [e.entry.content for e in self.inner() if isinstance(e, AgentEntry)]
+        return [e.entry.content for e in self.inner() if isinstance(e, AgentEntry | AgentRestarted)]
 
     async def until(self, check: Callable[[], Any]) -> Any:
         async with asyncio.timeout(WAIT):
@@ -200,7 +197,8 @@ async def test_crashes_restart_the_session_until_the_budget_runs_out(rig: Rig) -
         )
         assert "scripted crash" in note[0] and "“crash”" in note[0]
         await rig.until(lambda n=count: len(of(AgentReady, rig.inner())) == n + 1)
-    assert rig.store.interrupted == ["c1", "c2"]
+    restarts = of(AgentRestarted, rig.inner())
+    assert [r.interrupted for r in restarts] == [("c1",), ("c2",)]  # said, and done with
     await runner.send_input("c3", "crash")
     [ended] = await rig.until(lambda: of(AgentEnded, rig.inner()))
     assert "after 2 restart(s)" in ended.reason
