@@ -11,6 +11,12 @@ their session id under any project directory (ids are UUIDs, unique across proje
   here, so the bridge's input uids are found verbatim (non-UUID uids are mapped to a UUID by
   :func:`input_uuid` first). A message still waiting in the CLI's queue is only a
   ``queue-operation`` line without uuid: it is **not** received, and is lost if the CLI dies.
+- A message that arrives while a turn runs is queued by the CLI, and may be **absorbed mid-turn**:
+  the model gets it between two steps of the running turn, and no user line is written for it.
+  Its trace is ``{"type": "queue-operation", "operation": "remove", "reason":
+  "absorbed_mid_turn", "commandUuid": <uuid>}`` and an ``{"attachment": {"type":
+  "queued_command", "source_uuid": <uuid>, ...}}`` line (measured on 2.1.332, found by the
+  real-CLI chaos run: counting only user lines sent such an input again, and it ran twice).
 - ``{"type": "cost-state", "totalCostUSD": <float>, ...}``: the cumulative cost so far, from which a
   resumed session's first per-turn cost is computed.
 
@@ -89,18 +95,35 @@ def _records(path: Path, marker: bytes) -> Iterator[dict[str, object]]:
 
 
 def received_uuids(paths: Iterable[Path]) -> set[str]:
-    """The uuids of every user message recorded in these transcripts.
+    """The uuids of every user message the CLI took into the conversation, as a user line or
+    absorbed into a running turn (see the module docstring).
 
     Raises:
         OSError: a transcript exists but cannot be read.
     """
     found: set[str] = set()
     for path in paths:
-        for record in _records(path, b'"user"'):
-            value = record.get("uuid")
-            if record.get("type") == "user" and isinstance(value, str):
-                found.add(value)
+        for record in _records(path, b"uid"):  # uuid, commandUuid, source_uuid
+            found.update(_taken(record))
     return found
+
+
+def _taken(record: dict[str, object]) -> Iterator[str]:
+    """The input uuids one transcript line says the CLI took."""
+    kind = record.get("type")
+    if kind == "user":
+        value = record.get("uuid")
+        if isinstance(value, str):
+            yield value
+    elif kind == "queue-operation":
+        value = record.get("commandUuid")
+        if record.get("reason") == "absorbed_mid_turn" and isinstance(value, str):
+            yield value
+    attachment = record.get("attachment")
+    if isinstance(attachment, dict) and attachment.get("type") == "queued_command":
+        value = attachment.get("source_uuid")
+        if isinstance(value, str):
+            yield value
 
 
 def last_total_cost(paths: Iterable[Path]) -> float | None:

@@ -68,3 +68,30 @@ def test_last_total_cost(tmp_path: Path) -> None:
     )
     assert last_total_cost([path]) == 0.25
     assert last_total_cost([]) is None
+
+
+def test_an_input_absorbed_into_a_running_turn_counts_as_received(tmp_path: Path) -> None:
+    """Lines as Claude Code 2.1.332 writes them when a queued input joins a running turn: no
+    user line with its uuid, only the queue's removal and the attachment (a real-CLI chaos run
+    found it: the input was sent again, and ran twice)."""
+    absorbed, by_attachment, waiting = (str(uuid.uuid4()) for _ in range(3))
+    path = _write(
+        tmp_path,
+        "-w",
+        SESSION,
+        [
+            {"type": "queue-operation", "operation": "enqueue", "content": "b"},
+            {
+                "type": "queue-operation",
+                "operation": "remove",
+                "reason": "absorbed_mid_turn",
+                "commandUuid": absorbed,
+            },
+            {"type": "queue-operation", "operation": "remove", "commandUuid": waiting},
+            {
+                "uuid": str(uuid.uuid4()),
+                "attachment": {"type": "queued_command", "source_uuid": by_attachment},
+            },
+        ],
+    )
+    assert received_uuids([path]) == {absorbed, by_attachment}  # a plain removal is not taken
