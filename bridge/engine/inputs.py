@@ -206,6 +206,7 @@ AgentRecordEvent = (
     | AgentOptionSet
     | PermissionRequested
     | AgentAnswered
+    | AgentRestarted
 )
 """What one record of a session host's journal can say to the engine."""
 

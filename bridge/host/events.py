@@ -20,6 +20,8 @@ imports pydantic or the engine.
 ``permission``     a tool call waits for the phone (a card); parked until the daemon answers
 ``answered``       the turns of these inputs are over (the daemon forgets their inbox rows)
 ``exited``         the agent is gone after ``ready`` (crash, exit); the host ends after it
+``restarted``      this host resumes a session whose last host ended: why, which restart, and the
+                   inputs the last agent took and never finished (the host's first record)
 =================  ==============================================================================
 
 :func:`encode_event` and :func:`decode_event` are the only way in and out of JSON:
@@ -41,10 +43,12 @@ __all__ = [
     "Exited",
     "Failed",
     "HostEvent",
+    "InterruptedInput",
     "ModelChoice",
     "OptionSet",
     "PermissionAsked",
     "Ready",
+    "Restarted",
     "StateChanged",
     "decode_event",
     "encode_event",
@@ -142,7 +146,49 @@ class Exited:
     interrupted: tuple[str, ...] = ()
 
 
-HostEvent = Ready | Failed | Entry | StateChanged | OptionSet | PermissionAsked | Answered | Exited
+@dataclass(frozen=True, slots=True)
+class InterruptedInput:
+    """An input the last agent took whose turn never finished (named in the restart line)."""
+
+    uid: str
+    label: str
+    """What the phone knows it by (its ``inputId``, else the bridge's uid)."""
+    text: str
+    """The start of what it said (quoted to the user)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Restarted:
+    """The session's last host ended and this one resumes it (journaled before anything else).
+
+    Journaled rather than said by the daemon: whichever daemon follows this host's journal —
+    the one that started it, or the next after a crash — tells the phone exactly once.
+
+    Attributes:
+        reason: why the last one ended (user-readable).
+        count: which restart in a row this is, of `budget`.
+        interrupted: the inputs cut short.
+        at: when (unix seconds).
+    """
+
+    reason: str
+    count: int
+    budget: int
+    interrupted: tuple[InterruptedInput, ...] = ()
+    at: float = 0.0
+
+
+HostEvent = (
+    Ready
+    | Failed
+    | Entry
+    | StateChanged
+    | OptionSet
+    | PermissionAsked
+    | Answered
+    | Exited
+    | Restarted
+)
 """Every record a journal holds."""
 
 
@@ -187,6 +233,17 @@ def encode_event(event: HostEvent) -> dict[str, Any]:
                 "reason": event.reason,
                 "turn_completed": event.turn_completed,
                 "interrupted": list(event.interrupted),
+            }
+        case Restarted():
+            return {
+                "t": "restarted",
+                "reason": event.reason,
+                "count": event.count,
+                "budget": event.budget,
+                "interrupted": [
+                    {"uid": i.uid, "label": i.label, "text": i.text} for i in event.interrupted
+                ],
+                "at": event.at,
             }
         case _:
             assert_never(event)
@@ -237,6 +294,14 @@ def decode_event(raw: object) -> HostEvent:
         if not isinstance(completed, bool):
             raise EventDecodeError("turn_completed must be a boolean")
         return Exited(_str(raw, "reason"), completed, _strings(raw, "interrupted"))
+    if kind == "restarted":
+        return Restarted(
+            _str(raw, "reason"),
+            _count(raw, "count"),
+            _count(raw, "budget"),
+            tuple(_interrupted(item) for item in _list(raw, "interrupted")),
+            _number(raw, "at"),
+        )
     raise EventDecodeError(f"unknown event kind {kind!r}")
 
 
@@ -273,6 +338,26 @@ def _strings(raw: Mapping[str, Any], name: str) -> tuple[str, ...]:
     if not all(isinstance(item, str) for item in items):
         raise EventDecodeError(f"{name} must be a list of strings")
     return tuple(items)
+
+
+def _count(raw: Mapping[str, Any], name: str) -> int:
+    value = raw.get(name)
+    if not isinstance(value, int) or isinstance(value, bool) or value < 0:
+        raise EventDecodeError(f"{name} must be a non-negative integer")
+    return value
+
+
+def _number(raw: Mapping[str, Any], name: str) -> float:
+    value = raw.get(name, 0.0)
+    if not isinstance(value, (int, float)) or isinstance(value, bool):
+        raise EventDecodeError(f"{name} must be a number")
+    return float(value)
+
+
+def _interrupted(item: object) -> InterruptedInput:
+    if not isinstance(item, Mapping):
+        raise EventDecodeError("an interrupted input must be an object")
+    return InterruptedInput(_str(item, "uid"), _str(item, "label"), _str(item, "text"))
 
 
 def _model(item: object) -> ModelChoice:

@@ -17,12 +17,14 @@ from typing import Any, Final
 import orjson
 
 from bridge.host.driver import DriverSpec
+from bridge.host.events import InterruptedInput
 
 __all__ = [
     "AGENTS",
     "DEFAULT_ORPHAN_TIMEOUT",
     "LaunchError",
     "LaunchSpec",
+    "RestartOrder",
     "decode_launch",
     "encode_launch",
 ]
@@ -38,6 +40,23 @@ class LaunchError(ValueError):
 
 
 @dataclass(frozen=True, slots=True)
+class RestartOrder:
+    """This host resumes a session whose last host ended: what its ``restarted`` record says.
+
+    Attributes:
+        reason: why the last one ended.
+        count: which restart in a row, of `budget`.
+        candidates: the inputs handed to the last agent whose turn is not known to be over;
+            those the agent took (its own record says) are the interrupted ones.
+    """
+
+    reason: str
+    count: int
+    budget: int
+    candidates: tuple[InterruptedInput, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
 class LaunchSpec:
     """A host's orders.
 
@@ -48,6 +67,7 @@ class LaunchSpec:
         orphan_timeout: seconds without a daemon, agent idle, before the host stops by itself.
         log_level: the host log's level name (``INFO``, ``DEBUG``).
         seq_floor: the daemon's cursor for the session: the journal numbers above it.
+        restart: set when this host resumes a session whose last host ended.
     """
 
     agent: str
@@ -56,6 +76,7 @@ class LaunchSpec:
     orphan_timeout: float = DEFAULT_ORPHAN_TIMEOUT
     log_level: str = "INFO"
     seq_floor: int = 0
+    restart: RestartOrder | None = None
 
 
 def encode_launch(spec: LaunchSpec) -> bytes:
@@ -69,6 +90,7 @@ def encode_launch(spec: LaunchSpec) -> bytes:
                 "orphan_timeout": spec.orphan_timeout,
                 "log_level": spec.log_level,
                 "seq_floor": spec.seq_floor,
+                "restart": _restart_json(spec.restart),
                 "driver": {
                     "session_id": driver.session_id,
                     "cwd": driver.cwd,
@@ -136,7 +158,42 @@ def decode_launch(line: bytes) -> LaunchSpec:
     )
     if not driver.session_id:
         raise LaunchError("driver.session_id must not be empty")
-    return LaunchSpec(str(agent), Path(home), driver, float(timeout), level, floor)
+    return LaunchSpec(
+        str(agent), Path(home), driver, float(timeout), level, floor, _restart(raw.get("restart"))
+    )
+
+
+def _restart_json(order: RestartOrder | None) -> dict[str, Any] | None:
+    if order is None:
+        return None
+    return {
+        "reason": order.reason,
+        "count": order.count,
+        "budget": order.budget,
+        "candidates": [{"uid": c.uid, "label": c.label, "text": c.text} for c in order.candidates],
+    }
+
+
+def _restart(raw: object) -> RestartOrder | None:
+    if raw is None:
+        return None
+    if not isinstance(raw, dict):
+        raise LaunchError("restart must be an object or null")
+    count, budget = raw.get("count"), raw.get("budget")
+    if not isinstance(count, int) or not isinstance(budget, int):
+        raise LaunchError("restart.count and restart.budget must be integers")
+    candidates = raw.get("candidates", [])
+    if not isinstance(candidates, list) or not all(
+        isinstance(c, dict) and all(isinstance(c.get(k), str) for k in ("uid", "label", "text"))
+        for c in candidates
+    ):
+        raise LaunchError("restart.candidates must be a list of {uid, label, text}")
+    return RestartOrder(
+        _str(raw, "reason"),
+        count,
+        budget,
+        tuple(InterruptedInput(c["uid"], c["label"], c["text"]) for c in candidates),
+    )
 
 
 def _str(raw: Mapping[str, Any], name: str) -> str:

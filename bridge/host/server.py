@@ -53,11 +53,12 @@ from bridge.host.events import (
     HostEvent,
     PermissionAsked,
     Ready,
+    Restarted,
     decode_event,
     encode_event,
 )
 from bridge.host.journal import Journal, JournalError
-from bridge.host.launch import LaunchSpec
+from bridge.host.launch import LaunchSpec, RestartOrder
 from bridge.host.layout import HostPaths
 from bridge.host.wire import (
     Ack,
@@ -215,6 +216,8 @@ class SessionHost:
             on_serving: called once the socket accepts connections and the driver started.
         """
         server = await asyncio.start_unix_server(self._accept, sock=sock)
+        if self._spec.restart is not None:
+            await self._say_restarted(self._spec.restart)
         driver_task = asyncio.ensure_future(self.driver.run())
         stop_task = asyncio.ensure_future(self._stop.wait())
         self._tasks.spawn(self._watch_orphan(), "orphan watch")
@@ -242,6 +245,22 @@ class SessionHost:
             return 0
         self._journal.close()
         return 1 if self._fatal is not None else 0
+
+    async def _say_restarted(self, order: RestartOrder) -> None:
+        """The first record of a host that resumes a session: why, and what was cut short.
+
+        Which of the candidates the last agent took comes from the agent's own record (its
+        driver's ``received``, which works before the agent starts); on a failure to read it
+        none is named (the note still says the session restarted).
+        """
+        try:
+            taken = await self.driver.received([c.uid for c in order.candidates])
+        except DriverError as exc:
+            logger.warning("! host %s: cannot tell which inputs were cut short: %s", self.sid, exc)
+            taken = set()
+        interrupted = tuple(c for c in order.candidates if c.uid in taken)
+        self.emit(Restarted(order.reason, order.count, order.budget, interrupted, self.now()))
+        self.flush()
 
     def request_stop(self) -> None:
         """SIGTERM: stop the agent and exit; the journal stays for the next daemon."""

@@ -9,7 +9,8 @@ that each is readable and testable on its own:
 - :func:`read_dead_journal` — the records a host journaled and never sent before it died, read
   from its file once its lock is free;
 - :func:`restart_entry` — the ``session_restart`` line the phone gets when the agent is resumed
-  in a new host: why, which restart of how many, and which of its inputs was cut short.
+  in a new host: why, which restart of how many, and which of its inputs was cut short (the new
+  host journals that as its first record, so that whichever daemon follows it says it once).
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ from bridge.engine.inputs import (
     AgentOptionSet,
     AgentReady,
     AgentRecordEvent,
+    AgentRestarted,
     AgentStateChanged,
     PermissionRequested,
 )
@@ -38,9 +40,11 @@ from bridge.host.events import (
     Exited,
     Failed,
     HostEvent,
+    InterruptedInput,
     OptionSet,
     PermissionAsked,
     Ready,
+    Restarted,
     StateChanged,
     decode_event,
 )
@@ -52,6 +56,7 @@ from store.bridge_state import InboxRow
 __all__ = [
     "QUOTE_CHARS",
     "host_event_input",
+    "interrupt_candidates",
     "permission_input",
     "read_dead_journal",
     "restart_entry",
@@ -94,6 +99,11 @@ def host_event_input(session_id: str, event: HostEvent) -> AgentRecordEvent | No
             return AgentAnswered(session_id, event.uids)
         case Exited():
             return None
+        case Restarted():
+            entry = restart_entry(
+                event.reason, event.count, event.budget, event.interrupted, event.at
+            )
+            return AgentRestarted(session_id, entry, tuple(i.uid for i in event.interrupted))
         case _:
             assert_never(event)
 
@@ -159,7 +169,7 @@ async def read_dead_journal(
 
 
 def restart_entry(
-    reason: str, count: int, budget: int, interrupted: Sequence[InboxRow], now: float
+    reason: str, count: int, budget: int, interrupted: Sequence[InterruptedInput], at: float
 ) -> OutputEntry:
     """The ``session_restart`` line (PROTOCOL.md §14)."""
     text = f"{reason} — restarting ({count} of {budget})"
@@ -171,7 +181,15 @@ def restart_entry(
         text += f"; your input “{quote}”{more} was interrupted and did not finish"
     metadata: dict[str, Any] = {"special": "session_restart", "reason": reason}
     if interrupted:
-        metadata["interrupted"] = [row.input_id or row.uid for row in interrupted]
+        metadata["interrupted"] = [item.label for item in interrupted]
     return OutputEntry(
-        entryType="system", content=text, timestamp=iso_timestamp(now), metadata=metadata
+        entryType="system", content=text, timestamp=iso_timestamp(at), metadata=metadata
+    )
+
+
+def interrupt_candidates(rows: Sequence[InboxRow]) -> tuple[InterruptedInput, ...]:
+    """The inbox rows handed to an agent that died, as a restart order's candidates."""
+    return tuple(
+        InterruptedInput(row.uid, row.input_id or row.uid, row.text[: QUOTE_CHARS * 2])
+        for row in rows
     )

@@ -21,9 +21,11 @@ Theory of operation (one supervising task per session):
 3. **The host ended.** When the connection closes, the rest of the journal is read from the file
    (the host may have died with records unsent). After ``failed`` the session is over. Otherwise
    — the agent exited, or the host itself was killed — the session is resumed in a new host, at
-   most :data:`MAX_RESTARTS` times in a row (a finished turn resets the count); the phone gets a
-   ``system`` entry ``session_restart`` saying why and which of its inputs was interrupted (one
-   the agent had taken whose turn never finished). An input handed over that the agent never
+   most :data:`MAX_RESTARTS` times in a row (a finished turn resets the count). The new host is
+   told why (a ``RestartOrder`` with the inputs handed over whose turn is not known to be over),
+   and journals a ``restarted`` record first: the phone gets a ``system`` entry
+   ``session_restart`` saying why and which of its inputs was interrupted (one the agent had
+   taken whose turn never finished), exactly once, from whichever daemon follows that journal. An input handed over that the agent never
    took is not lost: the runner manager sends it again after the new host is ready. When the
    restarts run out: ``AgentEnded``.
 4. **Detach or close.** ``detach`` (the daemon stops and keeps its sessions) closes only the
@@ -40,7 +42,6 @@ import asyncio
 import contextlib
 import dataclasses
 import logging
-import time
 from collections.abc import Callable, Collection, Mapping
 from typing import Any, Final, Protocol, assert_never
 
@@ -55,7 +56,6 @@ from bridge.engine.inputs import (
     AgentEnded,
     AgentFailed,
     AgentReady,
-    AgentRestarted,
     AgentStateChanged,
     Input,
     JournalRecord,
@@ -68,7 +68,7 @@ from bridge.host.events import (
     HostEvent,
     Ready,
 )
-from bridge.host.launch import LaunchSpec
+from bridge.host.launch import LaunchSpec, RestartOrder
 from bridge.host.layout import HostPaths, read_info
 from bridge.host.wire import (
     Ack,
@@ -97,9 +97,9 @@ from bridge.runtime.host_launcher import (
 from bridge.runtime.host_link import HostLink, HostLinkError
 from bridge.runtime.host_records import (
     host_event_input,
+    interrupt_candidates,
     permission_input,
     read_dead_journal,
-    restart_entry,
 )
 from bridge.tasks import TaskSet
 from store.bridge_state import InboxRow
@@ -111,6 +111,8 @@ logger = logging.getLogger(__name__)
 MAX_RESTARTS: Final = 2
 """Restarts in a row (no finished turn between them) before the session ends."""
 CLOSE_WAIT: Final = 20.0
+COMMIT_WAIT: Final = 10.0
+"""Seconds a restart waits for the engine to commit what was read of the last host."""
 """Seconds a host may take to stop its agent on ``close`` before it is killed."""
 _LOCK_RETRIES: Final = 50
 _LOCK_RETRY_WAIT: Final = 0.1
@@ -206,6 +208,7 @@ class HostRunner:
         self._stopping = False
         self._note: tuple[_Gone, int] | None = None
         self._acked = 0
+        self._acked_changed = asyncio.Event()
         self._ack_scheduled = False
         self.attached = asyncio.Event()
         """Set once the engine has everything of the host (records, parked asks) — or there is
@@ -226,7 +229,7 @@ class HostRunner:
         """Adopt the session's host, or start one; ``AgentReady``/``AgentFailed`` follow."""
         check_start(self._label, self._phase, self.session_id, spec)
         self._spec = spec
-        self._seen = spec.agent_seq
+        self._seen = self._acked = spec.agent_seq
         self._sdk_session_id = spec.sdk_session_id
         self._phase = Phase.STARTING
         self._tasks.spawn(self._supervise(resume), f"host-{self.sid}")
@@ -316,9 +319,18 @@ class HostRunner:
         if seq <= self._acked:
             return
         self._acked = seq
+        self._acked_changed.set()
         if not self._ack_scheduled:
             self._ack_scheduled = True
             asyncio.get_running_loop().call_soon(self._send_ack)
+
+    async def _committed(self, seq: int, timeout: float = COMMIT_WAIT) -> None:
+        """Wait (bounded) until the engine committed the records up to `seq`."""
+        with contextlib.suppress(TimeoutError):
+            async with asyncio.timeout(timeout):
+                while self._acked < seq:
+                    self._acked_changed.clear()
+                    await self._acked_changed.wait()
 
     def _send_ack(self) -> None:
         self._ack_scheduled = False
@@ -336,9 +348,6 @@ class HostRunner:
                     return
                 if isinstance(attached, HostLink):
                     link = attached
-                    if self._note is not None:
-                        await self._restart_note(link, *self._note)
-                        self._note = None
                     gone = await self._follow(link)
                     self._link = None
                     await link.close()
@@ -470,6 +479,15 @@ class HostRunner:
             env=env,
             options=self._options,
         )
+        restart: RestartOrder | None = None
+        if self._note is not None:
+            gone, count = self._note
+            # The inbox must reflect every record read so far (an `answered` among them).
+            await self._committed(self._seen)
+            sent = await self._store.sent_inputs(self.session_id)
+            restart = RestartOrder(
+                gone.reason, count, self._max_restarts, interrupt_candidates(sent)
+            )
         launch = LaunchSpec(
             agent=self._agent,
             home=self._launcher.home,
@@ -477,8 +495,10 @@ class HostRunner:
             orphan_timeout=self._orphan_timeout,
             log_level=self._log_level,
             seq_floor=self._seen,
+            restart=restart,
         )
         pid = await self._launcher.spawn(launch)
+        self._note = None  # the new host journals it: whoever follows that journal says it
         logger.info("session %s: started its host (pid %d)", self.sid, pid)
 
     async def _follow(self, link: HostLink) -> _Gone:
@@ -534,20 +554,6 @@ class HostRunner:
             else:
                 self._record(seq, event, gone)
         return gone
-
-    async def _restart_note(self, link: HostLink, gone: _Gone, count: int) -> None:
-        """Tell the phone why the session restarted and which of its inputs was cut short."""
-        interrupted: list[InboxRow] = []
-        sent = await self._store.sent_inputs(self.session_id)
-        if sent:
-            try:
-                got = await link.received([row.uid for row in sent])
-            except HostLinkError:
-                got = set()
-            interrupted = [row for row in sent if row.uid in got]
-        entry = restart_entry(gone.reason, count, self._max_restarts, interrupted, time.time())
-        uids = tuple(row.uid for row in interrupted)
-        self._emit(AgentRestarted(self.session_id, entry, uids))
 
     # --- helpers ---------------------------------------------------------------------------------
 

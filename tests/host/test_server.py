@@ -27,9 +27,17 @@ from bridge.host.driver import (
     PermissionAnswer,
     ToolVerdict,
 )
-from bridge.host.events import Entry, Exited, PermissionAsked, Ready, StateChanged
+from bridge.host.events import (
+    Entry,
+    Exited,
+    InterruptedInput,
+    PermissionAsked,
+    Ready,
+    Restarted,
+    StateChanged,
+)
 from bridge.host.journal import Journal
-from bridge.host.launch import LaunchSpec
+from bridge.host.launch import LaunchSpec, RestartOrder
 from bridge.host.layout import host_paths
 from bridge.host.server import SessionHost, bind_socket
 from bridge.host.wire import (
@@ -72,7 +80,8 @@ class SteeredDriver:
         self.inputs.append((uid, text))
 
     async def received(self, uids: Collection[str]) -> set[str]:
-        return {u for u in uids if any(u == taken for taken, _ in self.inputs)}
+        recorded = {"took-it"}  # what the agent's own record holds from an earlier host
+        return {u for u in uids if u in recorded or any(u == t for t, _ in self.inputs)}
 
     async def interrupt(self) -> None:
         return None
@@ -133,8 +142,16 @@ def home() -> Iterator[Path]:
         shutil.rmtree(path, ignore_errors=True)
 
 
-async def start_host(home: Path, *, orphan_timeout: float = 3600.0) -> Rig:
-    spec = LaunchSpec("scripted", home, DriverSpec(SESSION, "/w"), orphan_timeout=orphan_timeout)
+async def start_host(
+    home: Path, *, orphan_timeout: float = 3600.0, restart: RestartOrder | None = None
+) -> Rig:
+    spec = LaunchSpec(
+        "scripted",
+        home,
+        DriverSpec(SESSION, "/w"),
+        orphan_timeout=orphan_timeout,
+        restart=restart,
+    )
     paths = host_paths(home, SESSION)
     journal = Journal.open(paths.journal, sync=False)
     drivers: list[SteeredDriver] = []
@@ -375,3 +392,25 @@ async def test_a_journal_that_cannot_be_written_stops_the_host(
     assert rig.driver.closed
     with pytest.raises(Exception, match="cannot be written"):
         rig.driver.services.emit(StateChanged("idle"))
+
+
+async def test_a_host_that_resumes_a_session_journals_why_first(home: Path) -> None:
+    took = InterruptedInput("took-it", "in-1", "make it so")
+    never = InterruptedInput("never-got-it", "in-2", "and this")
+    rig = await start_host(home, restart=RestartOrder("the host stopped", 1, 2, (took, never)))
+    try:
+        link = await rig.connect()
+        first, second = await stream(link, 2)
+        assert isinstance(first, EventRecord) and first.seq == 1
+        assert isinstance(first.event, Restarted)
+        assert (first.event.reason, first.event.count, first.event.interrupted) == (
+            "the host stopped",
+            1,
+            (took,),  # only what the agent took; the other is delivered again instead
+        )
+        assert isinstance(second, EventRecord) and isinstance(second.event, Ready)
+        await link.close()
+    finally:
+        rig.host.request_stop()
+        async with asyncio.timeout(WAIT):
+            await rig.task

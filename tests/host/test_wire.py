@@ -17,10 +17,12 @@ from bridge.host.events import (
     EventDecodeError,
     Exited,
     Failed,
+    InterruptedInput,
     ModelChoice,
     OptionSet,
     PermissionAsked,
     Ready,
+    Restarted,
     StateChanged,
     decode_event,
     encode_event,
@@ -79,6 +81,14 @@ events = st.one_of(
     st.builds(PermissionAsked, text, text, json_object, st.none() | text, st.none() | text),
     st.builds(Answered, uids),
     st.builds(Exited, text, st.booleans(), uids),
+    st.builds(
+        Restarted,
+        text,
+        st.integers(0, 9),
+        st.integers(0, 9),
+        st.lists(st.builds(InterruptedInput, text, text, text), max_size=2).map(tuple),
+        st.floats(0, 2e9),
+    ),
 )
 answers = st.builds(
     Answer,

@@ -67,24 +67,31 @@ class Rig:
     changed: asyncio.Event = field(default_factory=asyncio.Event)
 
     def runner(self, *, max_restarts: int = 2) -> HostRunner:
+        made: list[HostRunner] = []
+
         def emit(event: Input) -> None:
             self.fed.append(event)
             self.changed.set()
+            if isinstance(event, JournalRecord):  # the engine commits it at once
+                asyncio.get_running_loop().call_soon(made[0].acked, event.seq)
 
-        return HostRunner(
-            SESSION,
-            emit,
-            launcher=HostLauncher(self.home),
-            agent="scripted",
-            label="The scripted agent",
-            env_for=lambda spec: {},
-            driver_options={"log_dir": str(self.home / "scripted")},
-            tool_check=None,
-            diff_allowed=lambda: False,
-            store=self.store,
-            orphan_timeout=3600.0,
-            max_restarts=max_restarts,
+        made.append(
+            HostRunner(
+                SESSION,
+                emit,
+                launcher=HostLauncher(self.home),
+                agent="scripted",
+                label="The scripted agent",
+                env_for=lambda spec: {},
+                driver_options={"log_dir": str(self.home / "scripted")},
+                tool_check=None,
+                diff_allowed=lambda: False,
+                store=self.store,
+                orphan_timeout=3600.0,
+                max_restarts=max_restarts,
+            )
         )
+        return made[0]
 
     def spec(self, agent_seq: int = 0) -> SessionSpec:
         return SessionSpec(SESSION, self.workspace, agent_seq=agent_seq)
