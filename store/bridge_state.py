@@ -34,6 +34,7 @@ __all__ = [
     "load_state",
     "mark_inbox_pending",
     "mark_inbox_sent",
+    "mark_inbox_taken",
     "mark_processed",
     "outbox_rows",
     "prune_outbox",
@@ -338,6 +339,11 @@ async def inbox_rows(
 
 async def mark_inbox_sent(db: BridgeDatabase, uid: str) -> None:
     await db.execute("UPDATE inbox SET state = 'sent' WHERE uid = ?", (uid,))
+
+
+async def mark_inbox_taken(db: BridgeDatabase, uid: str) -> None:
+    """The agent took the input (a restart never hands it over again)."""
+    await db.execute("UPDATE inbox SET state = 'taken' WHERE uid = ?", (uid,))
 
 
 async def mark_inbox_pending(db: BridgeDatabase, uids: Iterable[str]) -> None:

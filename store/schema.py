@@ -184,4 +184,27 @@ BRIDGE_MIGRATIONS: Final[tuple[Migration, ...]] = (
         ) WITHOUT ROWID;
         """,
     ),
+    Migration(
+        7,
+        "inbox rows the agent took",
+        """
+        -- An inbox row is 'taken' once the agent reported it took the input into its
+        -- conversation (a session host's journal says so, before the agent's own record
+        -- does): a restarted agent never gets it again. SQLite cannot change a CHECK, so the
+        -- table is rebuilt; the rows keep their order (rowid is arrival order).
+        CREATE TABLE inbox_v7 (
+            uid TEXT NOT NULL UNIQUE,
+            session_id TEXT NOT NULL,
+            text TEXT NOT NULL,
+            input_id TEXT,
+            state TEXT NOT NULL CHECK (state IN ('pending', 'sent', 'taken')),
+            created_at INTEGER NOT NULL
+        );
+        INSERT INTO inbox_v7 (uid, session_id, text, input_id, state, created_at)
+            SELECT uid, session_id, text, input_id, state, created_at FROM inbox ORDER BY rowid;
+        DROP TABLE inbox;
+        ALTER TABLE inbox_v7 RENAME TO inbox;
+        CREATE INDEX inbox_by_session ON inbox (session_id, state);
+        """,
+    ),
 )

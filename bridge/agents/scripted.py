@@ -68,6 +68,7 @@ from bridge.host.events import (
     Entry,
     Failed,
     HostEvent,
+    InputTaken,
     OptionSet,
     PermissionAsked,
     Ready,
@@ -237,6 +238,8 @@ class ScriptedDriver:
             raise DriverError(f"{_AGENT} could not record the input: {reason}") from exc
         self._queue.put_nowait((uid, text))
         self._taken.append(uid)
+        # Logged is taken, for the scripted agent: the daemon never sends it again.
+        self._services.emit(InputTaken(uid))
 
     async def received(self, uids: Collection[str]) -> set[str]:
         """The subset of `uids` in the durable log, whichever host logged them.

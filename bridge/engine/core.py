@@ -50,6 +50,7 @@ from bridge.engine.effects import (
     Commit,
     Dropped,
     Effect,
+    MarkInboxTaken,
     PairedPhone,
     PruneProcessed,
     Publish,
@@ -69,6 +70,7 @@ from bridge.engine.inputs import (
     AgentReady,
     AgentRestarted,
     AgentStateChanged,
+    AgentTookInput,
     CommandEventReceived,
     CredentialsProbed,
     FolderCreated,
@@ -275,6 +277,8 @@ class Engine:
                 return self.cards.on_permission_requested(event, now)
             case PermissionStillPending():
                 return self.cards.on_permission_still_pending(event, now)
+            case AgentTookInput():
+                return [Commit((MarkInboxTaken(event.uid),))]
             case AgentAnswered():
                 return agents.answered(event)
             case AgentRestarted():

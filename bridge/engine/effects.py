@@ -45,6 +45,7 @@ __all__ = [
     "FetchBlossomImage",
     "InterruptRunner",
     "ListModels",
+    "MarkInboxTaken",
     "MarkProcessed",
     "Notify",
     "PairedPhone",
@@ -224,6 +225,13 @@ class SaveAgentCursor:
 
 
 @dataclass(frozen=True, slots=True)
+class MarkInboxTaken:
+    """The agent took this input: a restart never hands it over again."""
+
+    uid: str
+
+
+@dataclass(frozen=True, slots=True)
 class RemoveInbox:
     """The agent finished the turns of these inputs: their inbox rows are done."""
 
@@ -269,6 +277,7 @@ StoreOp = (
     | SaveDeviceConfig
     | RecordDecision
     | SaveAgentCursor
+    | MarkInboxTaken
     | RemoveInbox
     | SaveAnswer
 )

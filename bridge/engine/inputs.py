@@ -24,6 +24,7 @@ __all__ = [
     "AgentRecordEvent",
     "AgentRestarted",
     "AgentStateChanged",
+    "AgentTookInput",
     "CommandEventReceived",
     "CredentialsProbed",
     "FolderCreated",
@@ -166,6 +167,14 @@ class PermissionStillPending:
 
 
 @dataclass(frozen=True, slots=True)
+class AgentTookInput:
+    """The agent took this input (its inbox uid) into its conversation: never send it again."""
+
+    session_id: str
+    uid: str
+
+
+@dataclass(frozen=True, slots=True)
 class AgentRestarted:
     """The session's agent was resumed in a new session host after its last one ended.
 
@@ -205,6 +214,7 @@ AgentRecordEvent = (
     | AgentFailed
     | AgentOptionSet
     | PermissionRequested
+    | AgentTookInput
     | AgentAnswered
     | AgentRestarted
 )
@@ -347,6 +357,7 @@ Input = (
     | AgentOptionSet
     | PermissionRequested
     | PermissionStillPending
+    | AgentTookInput
     | AgentAnswered
     | AgentRestarted
     | JournalRecord

@@ -18,6 +18,7 @@ imports pydantic or the engine.
 ``option``         a mode / effort / model change: asked by the daemon (``value`` → ``result``,
                    None when refused) or made by the agent itself (``value == result``)
 ``permission``     a tool call waits for the phone (a card); parked until the daemon answers
+``taken``          the agent took this input into its conversation (before any work on it)
 ``answered``       the turns of these inputs are over (the daemon forgets their inbox rows)
 ``exited``         the agent is gone after ``ready`` (crash, exit); the host ends after it
 ``restarted``      this host resumes a session whose last host ended: why, which restart, and the
@@ -43,6 +44,7 @@ __all__ = [
     "Exited",
     "Failed",
     "HostEvent",
+    "InputTaken",
     "InterruptedInput",
     "ModelChoice",
     "OptionSet",
@@ -124,6 +126,19 @@ class PermissionAsked:
 
 
 @dataclass(frozen=True, slots=True)
+class InputTaken:
+    """The agent took this input into its conversation (Claude Code: ``command_lifecycle``
+    ``started``), before it did any work on it.
+
+    Durable evidence that the input reached the agent, independent of the agent's own record
+    (Claude Code writes its session file about 0.1 s late): an input taken is never sent to a
+    restarted agent again.
+    """
+
+    uid: str
+
+
+@dataclass(frozen=True, slots=True)
 class Answered:
     """The agent finished the turns of these inputs (their uids, in order)."""
 
@@ -185,6 +200,7 @@ HostEvent = (
     | StateChanged
     | OptionSet
     | PermissionAsked
+    | InputTaken
     | Answered
     | Exited
     | Restarted
@@ -225,6 +241,8 @@ def encode_event(event: HostEvent) -> dict[str, Any]:
                 "description": event.description,
                 "agent_id": event.agent_id,
             }
+        case InputTaken():
+            return {"t": "taken", "uid": event.uid}
         case Answered():
             return {"t": "answered", "uids": list(event.uids)}
         case Exited():
@@ -287,6 +305,8 @@ def decode_event(raw: object) -> HostEvent:
             _opt_str(raw, "description"),
             _opt_str(raw, "agent_id"),
         )
+    if kind == "taken":
+        return InputTaken(_str(raw, "uid"))
     if kind == "answered":
         return Answered(_strings(raw, "uids"))
     if kind == "exited":

@@ -47,13 +47,16 @@ class RestartOrder:
         reason: why the last one ended.
         count: which restart in a row, of `budget`.
         candidates: the inputs handed to the last agent whose turn is not known to be over;
-            those the agent took (its own record says) are the interrupted ones.
+            those the agent took are the interrupted ones.
+        taken: the uids among them the last agent is known to have taken (its host journaled
+            it); the others are checked against the agent's own record.
     """
 
     reason: str
     count: int
     budget: int
     candidates: tuple[InterruptedInput, ...] = ()
+    taken: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -171,6 +174,7 @@ def _restart_json(order: RestartOrder | None) -> dict[str, Any] | None:
         "count": order.count,
         "budget": order.budget,
         "candidates": [{"uid": c.uid, "label": c.label, "text": c.text} for c in order.candidates],
+        "taken": list(order.taken),
     }
 
 
@@ -188,11 +192,15 @@ def _restart(raw: object) -> RestartOrder | None:
         for c in candidates
     ):
         raise LaunchError("restart.candidates must be a list of {uid, label, text}")
+    taken = raw.get("taken", [])
+    if not isinstance(taken, list) or not all(isinstance(t, str) for t in taken):
+        raise LaunchError("restart.taken must be a list of strings")
     return RestartOrder(
         _str(raw, "reason"),
         count,
         budget,
         tuple(InterruptedInput(c["uid"], c["label"], c["text"]) for c in candidates),
+        tuple(taken),
     )
 
 

@@ -253,11 +253,13 @@ class SessionHost:
         driver's ``received``, which works before the agent starts); on a failure to read it
         none is named (the note still says the session restarted).
         """
+        known = set(order.taken)
+        unsure = [c.uid for c in order.candidates if c.uid not in known]
         try:
-            taken = await self.driver.received([c.uid for c in order.candidates])
+            taken = known | await self.driver.received(unsure)
         except DriverError as exc:
             logger.warning("! host %s: cannot tell which inputs were cut short: %s", self.sid, exc)
-            taken = set()
+            taken = known
         interrupted = tuple(c for c in order.candidates if c.uid in taken)
         self.emit(Restarted(order.reason, order.count, order.budget, interrupted, self.now()))
         self.flush()

@@ -36,6 +36,7 @@ from bridge.engine.effects import (
     DeleteProviderProfile,
     DeleteSession,
     DeleteTranscript,
+    MarkInboxTaken,
     MarkProcessed,
     PruneProcessed,
     RecordDecision,
@@ -118,6 +119,8 @@ async def apply_op(db: BridgeDatabase, op: StoreOp, now: int) -> None:
             )
         case SaveAgentCursor():
             await bridge_state.set_agent_cursor(db, op.session_id, op.seq)
+        case MarkInboxTaken():
+            await bridge_state.mark_inbox_taken(db, op.uid)
         case RemoveInbox():
             await bridge_state.remove_inbox(db, op.uids)
         case SaveAnswer():

@@ -32,6 +32,7 @@ from bridge.engine.inputs import (
     AgentRecordEvent,
     AgentRestarted,
     AgentStateChanged,
+    AgentTookInput,
     PermissionRequested,
 )
 from bridge.host.events import (
@@ -40,6 +41,7 @@ from bridge.host.events import (
     Exited,
     Failed,
     HostEvent,
+    InputTaken,
     InterruptedInput,
     OptionSet,
     PermissionAsked,
@@ -95,6 +97,8 @@ def host_event_input(session_id: str, event: HostEvent) -> AgentRecordEvent | No
             return AgentOptionSet(session_id, event.option, event.value, event.result)
         case PermissionAsked():
             return permission_input(session_id, event)
+        case InputTaken():
+            return AgentTookInput(session_id, event.uid)
         case Answered():
             return AgentAnswered(session_id, event.uids)
         case Exited():
@@ -188,7 +192,8 @@ def restart_entry(
 
 
 def interrupt_candidates(rows: Sequence[InboxRow]) -> tuple[InterruptedInput, ...]:
-    """The inbox rows handed to an agent that died, as a restart order's candidates."""
+    """The inbox rows handed to an agent that died (``sent`` or ``taken``), as a restart
+    order's candidates."""
     return tuple(
         InterruptedInput(row.uid, row.input_id or row.uid, row.text[: QUOTE_CHARS * 2])
         for row in rows

@@ -63,6 +63,7 @@ from bridge.engine.inputs import (
 )
 from bridge.host.driver import DriverSpec, PermissionAnswer
 from bridge.host.events import (
+    Answered,
     Exited,
     Failed,
     HostEvent,
@@ -134,7 +135,8 @@ class HostStore(Protocol):
         ...
 
     async def sent_inputs(self, session_id: str) -> list[InboxRow]:
-        """Inbox rows handed to the agent whose turn is not known to be over."""
+        """Inbox rows handed to the agent (``sent``, or ``taken``: it said it took them) whose
+        turn is not known to be over, oldest first."""
         ...
 
 
@@ -486,7 +488,11 @@ class HostRunner:
             await self._committed(self._seen)
             sent = await self._store.sent_inputs(self.session_id)
             restart = RestartOrder(
-                gone.reason, count, self._max_restarts, interrupt_candidates(sent)
+                gone.reason,
+                count,
+                self._max_restarts,
+                interrupt_candidates(sent),
+                tuple(row.uid for row in sent if row.state == "taken"),
             )
         launch = LaunchSpec(
             agent=self._agent,
@@ -530,7 +536,10 @@ class HostRunner:
             gone.reason = event.reason
         elif isinstance(event, Exited):
             gone.reason = f"{self._label} stopped ({event.reason})"
-            gone.turn_completed = event.turn_completed
+            gone.turn_completed = gone.turn_completed or event.turn_completed
+        elif isinstance(event, Answered):
+            # A finished turn resets the restart budget, also for a host killed without a word.
+            gone.turn_completed = True
         self._emit(JournalRecord(self.session_id, seq, host_event_input(self.session_id, event)))
 
     def _verdict(self, check: ToolCheck) -> Verdict:

@@ -257,7 +257,9 @@ class RunnerManager:
         """Rows marked sent that the agent never got go back to pending (sent again, once).
 
         Rows it got stay ``sent`` until it reports their turn over (``AgentAnswered``): should
-        the agent die first, they are the inputs its restart note says were interrupted.
+        the agent die first, they are the inputs its restart note says were interrupted. Rows
+        ``taken`` (the agent's host journaled that it took them) are never asked about: they
+        reached the agent, whatever its own record says yet.
         """
         sent = await bridge_state.inbox_rows(self._db, session_id=session_id, state="sent")
         if sent:
@@ -350,4 +352,5 @@ class DatabaseHostStore:
         await host_answers.delete_answer(self._db, session_id, request_id)
 
     async def sent_inputs(self, session_id: str) -> list[InboxRow]:
-        return await bridge_state.inbox_rows(self._db, session_id=session_id, state="sent")
+        rows = await bridge_state.inbox_rows(self._db, session_id=session_id)
+        return [row for row in rows if row.state in ("sent", "taken")]

@@ -39,6 +39,7 @@ from bridge.host.events import (
     Entry,
     Failed,
     HostEvent,
+    InputTaken,
     OptionSet,
     PermissionAsked,
     Ready,
@@ -89,7 +90,8 @@ class Running:
 
     @property
     def events(self) -> list[HostEvent]:
-        return self.services.events
+        """What the agent said, without the ``taken`` marks (see the test of those)."""
+        return [e for e in self.services.events if not isinstance(e, InputTaken)]
 
     async def turns(self, count: int) -> None:
         await self.services.wait_event(Answered, count)
@@ -606,11 +608,11 @@ async def test_an_exception_in_the_serving_task_ends_the_agent(
 
 
 class BrokenEmit(FakeServices):
-    """Services whose journal fails after ``Ready``."""
+    """Services whose journal fails after ``Ready`` (and the input's ``taken`` mark)."""
 
     def emit(self, event: HostEvent) -> None:
         super().emit(event)
-        if not isinstance(event, Ready):
+        if not isinstance(event, Ready | InputTaken):
             raise RuntimeError("the journal is gone")
 
 
@@ -845,3 +847,17 @@ async def test_cancelling_run_closes_the_agent(harness: Harness) -> None:
     with pytest.raises(DriverError, match="is closed"):
         made.driver.send_input("u2", "hello")
     made.task = None  # nothing left to await at teardown
+
+
+async def test_every_input_logged_is_reported_taken_at_once(tmp_path: Path) -> None:
+    services = FakeServices()
+    driver = scripted_driver_factory(
+        DriverSpec("s-taken", str(tmp_path), options={"log_dir": str(tmp_path / "log")}), services
+    )
+    task = asyncio.ensure_future(driver.run())
+    await services.wait_event(Ready)
+    driver.send_input("u1", "slow 5")
+    driver.send_input("u2", "hello")  # queued behind the slow turn, taken all the same
+    assert services.of(InputTaken) == [InputTaken("u1"), InputTaken("u2")]
+    await driver.close()
+    await task

@@ -15,6 +15,7 @@ from bridge.engine.effects import (
     Commit,
     Dropped,
     Effect,
+    MarkInboxTaken,
     RemoveInbox,
     SaveAgentCursor,
     SaveAnswer,
@@ -26,6 +27,7 @@ from bridge.engine.inputs import (
     AgentReady,
     AgentRestarted,
     AgentStateChanged,
+    AgentTookInput,
     JournalRecord,
     PermissionRequested,
     PermissionStillPending,
@@ -193,3 +195,10 @@ def test_a_restart_line_and_the_end_of_its_interrupted_inputs_commit_together() 
     assert engine.handle(AgentRestarted("gone", line), NOW)[0] == Dropped(
         "restart of unknown session gone"
     )
+
+
+def test_an_input_the_agent_took_is_marked_taken_with_its_record() -> None:
+    engine = make_engine()
+    session = ready_session(engine)
+    effects = engine.handle(JournalRecord(session, 3, AgentTookInput(session, "u-1")), NOW)
+    assert ops(effects) == [SaveAgentCursor(session, 3), MarkInboxTaken("u-1")]

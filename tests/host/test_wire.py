@@ -17,6 +17,7 @@ from bridge.host.events import (
     EventDecodeError,
     Exited,
     Failed,
+    InputTaken,
     InterruptedInput,
     ModelChoice,
     OptionSet,
@@ -27,7 +28,13 @@ from bridge.host.events import (
     decode_event,
     encode_event,
 )
-from bridge.host.launch import LaunchError, LaunchSpec, decode_launch, encode_launch
+from bridge.host.launch import (
+    LaunchError,
+    LaunchSpec,
+    RestartOrder,
+    decode_launch,
+    encode_launch,
+)
 from bridge.host.wire import (
     Ack,
     Answer,
@@ -80,6 +87,7 @@ events = st.one_of(
     st.builds(OptionSet, st.sampled_from(sorted(OPTIONS)), text, st.none() | text),
     st.builds(PermissionAsked, text, text, json_object, st.none() | text, st.none() | text),
     st.builds(Answered, uids),
+    st.builds(InputTaken, text),
     st.builds(Exited, text, st.booleans(), uids),
     st.builds(
         Restarted,
@@ -191,6 +199,7 @@ def test_the_launch_spec_carries_the_environment_and_refuses_bad_specs() -> None
             "s-1", "/w", env={"ANTHROPIC_AUTH_TOKEN": "tok-secret-1"}, options={"check_tools": True}
         ),
         seq_floor=7,
+        restart=RestartOrder("gone", 1, 2, (InterruptedInput("u", "in-1", "hi"),), ("u",)),
     )
     assert decode_launch(encode_launch(spec)) == spec
     assert "tok-secret-1" not in repr(spec.driver)  # the env never shows in a repr (logs)

@@ -24,6 +24,7 @@ from bridge.engine.effects import (
     DeleteProviderProfile,
     DeleteSession,
     DeleteTranscript,
+    MarkInboxTaken,
     MarkProcessed,
     PairedPhone,
     PruneProcessed,
@@ -215,6 +216,13 @@ CASES = [
         "SELECT json_extract(record, '$.agent_seq'), json_extract(record, '$.cwd') FROM sessions",
         [(42, "/ws/app")],  # only the cursor changes
         setup=(SaveSession(RECORD),),
+    ),
+    OpCase(
+        "mark-inbox-taken",
+        MarkInboxTaken("u-2"),
+        "SELECT uid, state FROM inbox ORDER BY rowid",
+        [("u-1", "pending"), ("u-2", "taken")],
+        setup=(AddInbox("u-1", "s-1", "one", None), AddInbox("u-2", "s-1", "two", None)),
     ),
     OpCase(
         "remove-inbox",

@@ -57,6 +57,7 @@ from bridge.host.events import (
     Entry,
     Failed,
     HostEvent,
+    InputTaken,
     OptionSet,
     Ready,
     StateChanged,
@@ -520,6 +521,9 @@ class ClaudeDriver:
             self._early.append(frame)
             return
         kind = frame.get("type")
+        if kind == "command_lifecycle":
+            self._command_lifecycle(frame)
+            return
         if (
             kind == "assistant"
             and frame.get("parent_tool_use_id") is None
@@ -548,6 +552,16 @@ class ClaudeDriver:
                 self._order.seen(tool_use_id)
         elif kind == "system":
             self._mode_reported(frame.get("permissionMode"))
+
+    def _command_lifecycle(self, frame: dict[str, Any]) -> None:
+        """``started``: the CLI took one of our inputs into the conversation (journaled at once,
+        so a restart never sends it again, even before the CLI's session file has it)."""
+        key = frame.get("command_uuid")
+        if frame.get("state") != "started" or not isinstance(key, str):
+            return
+        uid = self._inputs.uid_of(key)
+        if uid is not None:
+            self._emit(InputTaken(uid))
 
     def _mode_reported(self, mode: object) -> None:
         """A permission mode in a ``status`` / ``init`` frame: report changes the CLI made."""

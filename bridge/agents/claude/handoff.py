@@ -58,6 +58,10 @@ class InputHandoff:
         if uid is not None:
             self._taken.discard(uid)
 
+    def uid_of(self, key: str) -> str | None:
+        """The uid of an open input by its uuid (None when it is not one of ours, or done)."""
+        return self._open.get(key)
+
     def answered(self, uuids: Iterable[str]) -> tuple[str, ...]:
         """A result answered these inputs (none listed: the oldest open one); their uids."""
         keys = list(uuids) or list(self._open)[:1]

@@ -149,7 +149,12 @@ async def test_a_cli_that_dies_while_starting_fails_the_start(
     await _until(lambda: fake_cli.log("control"))  # it waits for the initialize answer
     os.kill(_pid_of(fake_cli), signal.SIGKILL)
     reason = await asyncio.wait_for(run, 10)
-    assert reason == "Claude Code stopped while starting (killed by signal 9)"
+    # asyncio reports 255 when its child watcher lost the race to the real status (seen on a
+    # loaded machine); either way the start failed with the exit's description.
+    assert reason in (
+        "Claude Code stopped while starting (killed by signal 9)",
+        "Claude Code stopped while starting (exit code 255)",
+    )
     assert services.events == [Failed(reason)]
 
 
