@@ -42,7 +42,17 @@ bench: $(STAMP)
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache tests/bench/.node
 
-## The full chaos run: 10,000 commands through real relays under seeded faults (tests/chaos).
-.PHONY: chaos
+## The full chaos runs: 10,000 commands through real relays under seeded faults (tests/chaos),
+## then the real-CLI run (tests/chaos/cli). Both run; the target fails if either found a violation.
+CHAOS_SEED  ?= 1
+CHAOS_KILLS ?= 120
+.PHONY: chaos chaos-cli
 chaos: $(STAMP)
-	$(BIN)/python -m tests.chaos --commands 10000
+	$(BIN)/python -m tests.chaos --commands 10000; scripted=$$?; \
+	$(BIN)/python -m tests.chaos.cli --kills $(CHAOS_KILLS) --seed $(CHAOS_SEED); cli=$$?; \
+	exit $$(( scripted || cli ))
+
+## The real-CLI chaos run alone: kill -9 of the daemon, session hosts and Claude Code at every
+## kill point, 120 kills (CHAOS_KILLS=, CHAOS_SEED=, CHAOS_ARGS="--only host-kill" to narrow it).
+chaos-cli: $(STAMP)
+	$(BIN)/python -m tests.chaos.cli --kills $(CHAOS_KILLS) --seed $(CHAOS_SEED) $(CHAOS_ARGS)
