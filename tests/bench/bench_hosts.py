@@ -8,10 +8,11 @@
 - **Per-host RSS**, besides the agent's own process: a host running the scripted agent, and a
   host running Claude Code (the CLI, its child, not counted), against a Python interpreter that
   imports nothing.
-- **Restart → first replayed entry on the phone.** A session streams lines; the daemon is killed
-  with ``kill -9`` and started again; the time from the new daemon's start to the first entry the
-  phone had not seen, against the time from the same start to the first heartbeat (the floor of
-  any restart) in the same run.
+- **Restart → first entry produced while the daemon was down, on the phone.** The scripted agent
+  waits 1 s and then writes 100 lines; the daemon is killed with ``kill -9`` right after handing
+  the inputs over, and started again 1.5 s later: the time from its start to the phone's first of
+  those lines, against the time from the same start to the first heartbeat (the floor of any
+  restart) in the same run.
 """
 
 from __future__ import annotations
@@ -206,7 +207,7 @@ def run() -> list[Row]:
     rows.append(
         Row(
             "hosts",
-            f"kill -9 mid-stream, restart → first replayed entry on the phone (p50 of {RESTARTS})",
+            f"kill -9 mid-turn, restart → first entry produced while down, on the phone (p50 of {RESTARTS})",
             statistics.median(replayed),
             statistics.median(heartbeat),
             "restart → first heartbeat, same runs",
@@ -227,8 +228,9 @@ def notes() -> list[str]:
     return [
         "hosts: session start is the time from asking for the agent to its `ready` (in a host: "
         "spawn + launch spec + journal + socket + welcome + the ready record); RSS is the host "
-        "process alone, 0.5 s after ready; the restart rows kill -9 the daemon while the scripted "
-        "agent streams lines, and time the new daemon from its start to the phone's first entry "
-        "it had not seen, against its first heartbeat in the same runs.",
+        "process alone, 0.5 s after ready; the restart row kills the daemon (kill -9) while the "
+        "scripted agent waits 1 s, then writes 100 lines while the daemon is down; it times the "
+        "new daemon from its start to the phone's first of those lines, against its first "
+        "heartbeat in the same runs.",
         *_NOTES,
     ]
