@@ -7,17 +7,28 @@ A test's tier is its directory: everything under ``tests/integration/`` is marke
 ``tests/e2e/`` is marked ``e2e`` (the real Claude Code CLI against a local mock API). ``make unit``
 deselects both. A test elsewhere that asks for a real relay, or carries one of those marks by
 hand, stops the collection: the fast tier stays fast only if nobody can slip a slow test into it.
+
+Property tests (hypothesis) are derandomized: every run tries the same examples, so a run is red
+because of the change under test, never because a random draw found an old corner on an
+unrelated commit. ``HYPOTHESIS_EXPLORE=1`` draws new examples (run it when working on a parser,
+the gate or a codec, and turn what it finds into a fixed case).
 """
 
 from __future__ import annotations
 
+import os
 from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import settings
 
 from tests.support.relay import LoopbackRelay
+
+settings.register_profile("fixed", derandomize=True)
+settings.register_profile("explore", derandomize=False)
+settings.load_profile("explore" if os.environ.get("HYPOTHESIS_EXPLORE") else "fixed")
 
 RelayFactory = Callable[..., Awaitable[LoopbackRelay]]
 

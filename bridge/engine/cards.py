@@ -92,20 +92,7 @@ class Cards:
         state = self._sessions.get(event.session_id)
         if state is None:
             return [AnswerPermission(event.session_id, event.request_id, False, "No such session.")]
-        record = state.record
-        result = state.cards.request(
-            event.request_id,
-            event.tool_name,
-            event.tool_input,
-            mode=record.permission_mode or "default",
-            cwd=record.cwd,
-            roots=self._config.roots,
-            home=self._config.home,
-            description=event.description,
-            agent_id=event.agent_id,
-            now=now,
-        )
-        return self.effects(state, result)
+        return self.effects(state, self._ask(state, event, now))
 
     def on_permission_still_pending(
         self, event: PermissionStillPending, now: float
@@ -124,23 +111,27 @@ class Cards:
             ]
         if state.cards.has(request.request_id):
             return []
-        record = state.record
-        result = state.cards.request(
-            request.request_id,
-            request.tool_name,
-            request.tool_input,
-            mode=record.permission_mode or "default",
-            cwd=record.cwd,
-            roots=self._config.roots,
-            home=self._config.home,
-            description=request.description,
-            agent_id=request.agent_id,
-            now=now,
-        )
+        result = self._ask(state, request, now)
         if not result.answers:
             return []  # the card is back; its lines are in the transcript already
         result.entries.clear()
         return self.effects(state, result)
+
+    def _ask(self, state: SessionState, event: PermissionRequested, now: float) -> BrokerResult:
+        """The session's cards take one call (a card, or the gate's own verdict)."""
+        record = state.record
+        return state.cards.request(
+            event.request_id,
+            event.tool_name,
+            event.tool_input,
+            mode=record.permission_mode or "default",
+            cwd=record.cwd,
+            roots=self._config.roots,
+            home=self._config.home,
+            description=event.description,
+            agent_id=event.agent_id,
+            now=now,
+        )
 
     @staticmethod
     def on_tool_blocked(event: ToolBlocked, now: float) -> list[Effect]:

@@ -642,6 +642,9 @@ def active_substitution(line: str) -> bool:
     index, size, in_double, word_start = 0, len(line), False, True
     while index < size:
         char = line[index]
+        if line.startswith("\\\n", index):
+            index += 2  # a line continuation is removed: the next character is where it was
+            continue
         if char == "\\":
             index += 2
             word_start = False
@@ -723,6 +726,8 @@ def _parses(command: str) -> bool:
         ("echo hi # $(id)", False),
         ("echo a#$(id)", True),  # not a comment: # inside a word
         ("x=1;#`id`", False),
+        ("\\\n#`id`", False),  # a continuation leaves the # at a word's start: a comment
+        ("a\\\n#`id`", True),  # ... or inside the word it continues
         ("cat <(ls)", True),
         ('echo "<(ls)"', False),
         ("echo $(( <(ls) ))", False),  # no process substitution in arithmetic
