@@ -16,6 +16,10 @@ links, control connections) owns its tasks through one of these:
 - :meth:`TaskSet.drain` waits for the tasks to finish without cancelling them (work that must
   complete, such as outbox bookkeeping after a send).
 
+Waiting for the first of several things (a queue or a stop event, an answer or an interrupt)
+is not background work: :func:`race` runs them, returns the first one's result and cancels and
+awaits the others before it returns, so nothing it started outlives it.
+
 Cancellation is never swallowed: :meth:`close` awaits cancelled tasks with
 ``return_exceptions=True`` so their ``CancelledError`` does not propagate into the closer, and a
 closer that is itself cancelled re-raises.
@@ -27,10 +31,10 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Callable, Coroutine
+from collections.abc import Awaitable, Callable, Coroutine
 from typing import Any, TypeVar
 
-__all__ = ["CriticalExit", "TaskSet"]
+__all__ = ["CriticalExit", "TaskSet", "race"]
 
 _T = TypeVar("_T")
 
@@ -120,3 +124,28 @@ class TaskSet:
             self._logger.error("! %s: task %s crashed", self.owner, task.get_name(), exc_info=exc)
         if critical and self._on_critical_exit is not None and not self._closed:
             self._on_critical_exit(task.get_name(), exc)
+
+
+async def race(*waits: Awaitable[Any], timeout: float | None = None) -> tuple[int, Any] | None:
+    """Wait for the first of `waits` to finish; ``(its index, its result)``.
+
+    The others are cancelled and awaited before this returns (or raises), so nothing started
+    here outlives the call. When several finished at once, the one listed first wins: put the
+    one whose result must not be lost first (an item taken from a queue, an answer). Returns
+    None when `timeout` passed first.
+
+    Raises:
+        Exception: the first finished one's exception (``CancelledError`` when the caller was
+            cancelled: the waits are cancelled with it).
+    """
+    tasks = [asyncio.ensure_future(wait) for wait in waits]
+    try:
+        await asyncio.wait(tasks, timeout=timeout, return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        for task in tasks:
+            task.cancel()  # a no-op for the ones that finished
+        await asyncio.gather(*tasks, return_exceptions=True)
+    for index, task in enumerate(tasks):
+        if task.done() and not task.cancelled():
+            return index, task.result()
+    return None

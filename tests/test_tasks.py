@@ -1,4 +1,4 @@
-"""TaskSet: names, crash logs, critical exits, close and drain."""
+"""TaskSet: names, crash logs, critical exits, close and drain; race: the first of several waits."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import logging
 
 import pytest
 
-from bridge.tasks import TaskSet
+from bridge.tasks import TaskSet, race
 
 
 async def test_a_crash_is_logged_with_its_name_and_traceback(
@@ -96,3 +96,58 @@ async def test_drain_waits_without_cancelling() -> None:
     tasks.spawn(asyncio.sleep(3600), "slow")
     assert not await tasks.drain(timeout=0.01)
     await tasks.close()
+
+
+async def test_race_gives_the_first_result_and_leaves_nothing_running() -> None:
+    slow_cancelled = asyncio.Event()
+
+    async def slow() -> str:
+        try:
+            await asyncio.sleep(60)
+        except asyncio.CancelledError:
+            slow_cancelled.set()
+            raise
+        return "slow"
+
+    async def quick() -> str:
+        return "quick"
+
+    assert await race(slow(), quick()) == (1, "quick")
+    assert slow_cancelled.is_set()  # cancelled and awaited before race returned
+
+
+async def test_race_prefers_the_one_listed_first_when_both_finished() -> None:
+    done: asyncio.Future[str] = asyncio.get_running_loop().create_future()
+    done.set_result("item")
+    event = asyncio.Event()
+    event.set()
+    assert await race(done, event.wait()) == (0, "item")  # an item taken is never dropped
+
+
+async def test_race_times_out_with_none_and_raises_the_winners_error() -> None:
+    assert await race(asyncio.sleep(60), timeout=0.01) is None
+
+    async def broken() -> None:
+        raise ValueError("no")
+
+    with pytest.raises(ValueError, match="no"):
+        await race(broken(), asyncio.sleep(60))
+
+
+async def test_a_cancelled_race_cancels_its_waits() -> None:
+    started, cancelled = asyncio.Event(), asyncio.Event()
+
+    async def waiting() -> None:
+        started.set()
+        try:
+            await asyncio.sleep(60)
+        except asyncio.CancelledError:
+            cancelled.set()
+            raise
+
+    task = asyncio.ensure_future(race(waiting(), asyncio.sleep(60)))
+    await started.wait()
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    assert cancelled.is_set()

@@ -53,7 +53,7 @@ import logging
 import uuid
 from collections.abc import Awaitable, Collection
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Final, TypeVar, assert_never
+from typing import TYPE_CHECKING, Any, Final, TypeVar, assert_never, cast
 
 from bridge.host.driver import (
     DriverError,
@@ -75,7 +75,7 @@ from bridge.host.events import (
     StateChanged,
 )
 from bridge.host.vocabulary import EFFORT_LEVELS, PERMISSION_MODES, iso_timestamp, make_entry
-from bridge.tasks import TaskSet
+from bridge.tasks import TaskSet, race
 
 from .scripted_directives import (
     THINKING_TEXT,
@@ -434,16 +434,10 @@ class ScriptedDriver:
         does a cancellation of the serving task (close), which is re-raised. Both tasks are
         awaited here before it returns or raises: nothing is left running.
         """
-        work = asyncio.ensure_future(waiting)
-        stop = asyncio.ensure_future(self._interrupted.wait())
-        try:
-            await asyncio.wait((work, stop), return_when=asyncio.FIRST_COMPLETED)
-        finally:
-            stop.cancel()
-            if not work.done():
-                work.cancel()
-            await asyncio.wait((work, stop))
-        return None if work.cancelled() else work.result()
+        first = await race(waiting, self._interrupted.wait())  # the answer wins a tie
+        if first is None or first[0] != 0:
+            return None
+        return cast(_T, first[1])
 
     def _assistant(self) -> dict[str, Any]:
         return {"role": "assistant", "model": self._model}

@@ -47,7 +47,7 @@ from bridge.host.wire import (
     decode,
     encode,
 )
-from bridge.tasks import TaskSet
+from bridge.tasks import TaskSet, race
 
 __all__ = ["HANDSHAKE_TIMEOUT", "DaemonConnection", "HostSide"]
 
@@ -187,13 +187,7 @@ class DaemonConnection:
                     self._write(PermissionPending(request))
                 self._write(Synced(self._sent))
             await self._writer.drain()
-            grew = asyncio.ensure_future(host.journal_grew())
-            queued = asyncio.ensure_future(self._queued.wait())
-            try:
-                await asyncio.wait({grew, queued}, return_when=asyncio.FIRST_COMPLETED)
-            finally:
-                grew.cancel()
-                queued.cancel()
+            await race(host.journal_grew(), self._queued.wait())
             self._queued.clear()
 
     def _flush_queue(self) -> None:

@@ -81,7 +81,7 @@ from bridge.host.wire import (
     WireError,
 )
 from bridge.peercred import peer_allowed
-from bridge.tasks import TaskSet
+from bridge.tasks import TaskSet, race
 
 __all__ = ["TRIM_EVERY", "SessionHost", "bind_socket"]
 
@@ -218,18 +218,18 @@ class SessionHost:
         server = await asyncio.start_unix_server(self._accept, sock=sock)
         if self._spec.restart is not None:
             await self._say_restarted(self._spec.restart)
-        driver_task = asyncio.ensure_future(self.driver.run())
-        stop_task = asyncio.ensure_future(self._stop.wait())
+        driver_task = self._tasks.spawn(self.driver.run(), "agent")
+        assert driver_task is not None  # the task set closes only below
         self._tasks.spawn(self._watch_orphan(), "orphan watch")
         on_serving()
         try:
-            await asyncio.wait({driver_task, stop_task}, return_when=asyncio.FIRST_COMPLETED)
+            # Shielded: a stop request must not cancel the agent; `_stop_agent` ends it.
+            await race(asyncio.shield(driver_task), self._stop.wait())
             if driver_task.done():
                 await self._agent_gone(driver_task)
             else:
                 await self._stop_agent(driver_task)
         finally:
-            stop_task.cancel()
             server.close()
             await self._tasks.close()
             link = self._link
@@ -272,8 +272,7 @@ class SessionHost:
         """The agent exited by itself: say so, let the daemon hear it, then end."""
         try:
             reason = driver_task.result()
-        except Exception as exc:
-            logger.exception("x host %s: the driver failed", self.sid)
+        except Exception as exc:  # logged with its traceback by the task set
             reason = f"the agent's driver failed: {type(exc).__name__}"
         if reason is None:
             reason = "the agent stopped"
@@ -299,10 +298,8 @@ class SessionHost:
         try:
             await self.driver.close(interrupt=self._close_requested is not None)
         finally:
-            try:
-                await driver_task
-            except Exception:
-                logger.exception("x host %s: the driver failed while stopping", self.sid)
+            # A driver that failed is logged by the task set; the stop goes on either way.
+            await asyncio.gather(driver_task, return_exceptions=True)
         self.flush()
         if self._close_requested is not None:
             for _, future in self._permissions.values():

@@ -52,9 +52,7 @@ import os
 import shutil
 import signal
 import uuid
-from collections.abc import Coroutine
 from pathlib import Path
-from typing import Any
 
 from bridge.agents.base import RunnerFactory
 from bridge.config import Settings
@@ -90,7 +88,7 @@ from bridge.runtime.registration import RegistrationError, RelayRegistration, re
 from bridge.runtime.runners import DatabaseHostStore, RunnerManager
 from bridge.runtime.sdnotify import Notifier, StatusReporter, run_watchdog, watchdog_interval
 from bridge.runtime.subscriptions import Subscriptions
-from bridge.tasks import TaskSet
+from bridge.tasks import TaskSet, race
 from store import bridge_state
 from store.db import BridgeDatabase, open_bridge_db
 from store.lock import acquire_lock
@@ -321,7 +319,7 @@ class Daemon:
             )
             self.notifier.ready(f"serving on {', '.join(public_relays)}")
             self._start_watchdog(status)
-            await _first_of(stop.wait(), self._failed.wait())
+            await race(stop.wait(), self._failed.wait())
         finally:
             self.notifier.stopping()
             logger.info("stopping")
@@ -407,17 +405,6 @@ class Daemon:
         )
         if removed:
             logger.info("retention: removed %d old transcript line(s)", removed)
-
-
-async def _first_of(*waits: Coroutine[Any, Any, object]) -> None:
-    """Return when the first of `waits` finishes; the others are cancelled."""
-    tasks = [asyncio.ensure_future(w) for w in waits]
-    try:
-        await asyncio.wait(tasks, return_when=asyncio.FIRST_COMPLETED)
-    finally:
-        for task in tasks:
-            task.cancel()
-        await asyncio.gather(*tasks, return_exceptions=True)
 
 
 async def run_daemon(

@@ -38,7 +38,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Callable
-from typing import assert_never
+from typing import assert_never, cast
 
 from bridge.engine.core import Engine
 from bridge.engine.effects import (
@@ -73,6 +73,7 @@ from bridge.runtime.errands import Errands
 from bridge.runtime.outbound import Outbound
 from bridge.runtime.runners import RunnerManager
 from bridge.runtime.subscriptions import Subscriptions
+from bridge.tasks import race
 from store import bridge_state
 from store.db import BridgeDatabase
 
@@ -259,19 +260,11 @@ class EngineLoop:
         """The next input, or None when `timeout` passed (or the loop was told to stop)."""
         if not self._inputs.empty():
             return self._inputs.get_nowait()
-        getter = asyncio.ensure_future(self._inputs.get())
-        waker = asyncio.ensure_future(self._wake.wait())
-        try:
-            await asyncio.wait(
-                {getter, waker}, timeout=timeout, return_when=asyncio.FIRST_COMPLETED
-            )
-        finally:
-            waker.cancel()
-            if not getter.done():
-                getter.cancel()
-        if getter.done() and not getter.cancelled():
-            return getter.result()
-        return None
+        # The getter first: an input taken from the queue is returned, never dropped.
+        first = await race(self._inputs.get(), self._wake.wait(), timeout=timeout)
+        if first is None or first[0] != 0:
+            return None
+        return cast(Input, first[1])
 
     async def handle(self, event: Input) -> None:
         """One input: the engine's effects, performed in order."""

@@ -20,7 +20,7 @@ import contextlib
 import itertools
 import logging
 from collections import deque
-from collections.abc import Collection
+from collections.abc import Callable, Collection
 from pathlib import Path
 from typing import Final
 
@@ -83,6 +83,7 @@ class HostLink:
         self._answers: dict[str, asyncio.Future[bool]] = {}
         self._requests = itertools.count(1)
         self._tasks = TaskSet(f"host link {label}", logger=logger)
+        self._on_answer_done: Callable[[str], None] | None = None
         self.closed_by_host = False
         """The host said ``closed`` (it ended the session on our ``close``)."""
         self.welcome: Welcome | None = None
@@ -94,8 +95,12 @@ class HostLink:
         hello: Hello,
         label: str,
         timeout: float = CONNECT_TIMEOUT,
+        on_answer_done: Callable[[str], None] | None = None,
     ) -> HostLink | None:
         """Connect and shake hands; None when nothing listens on `socket_path`.
+
+        `on_answer_done` is told the request id of every ``answer_done`` nobody here waits for:
+        those of the answers ``hello`` carried (the host has them; the store may forget them).
 
         Raises:
             HostLinkError: something listens but the handshake failed (a host of another
@@ -109,6 +114,7 @@ class HostLink:
         except (TimeoutError, OSError) as exc:
             raise HostLinkError(f"the session host's socket does not answer: {exc}") from None
         link = cls(reader, writer, label)
+        link._on_answer_done = on_answer_done
         try:
             link.send(hello)
             async with asyncio.timeout(timeout):
@@ -226,6 +232,8 @@ class HostLink:
             answered = self._answers.get(message.request_id)
             if answered is not None and not answered.done():
                 answered.set_result(message.applied)
+            elif self._on_answer_done is not None:
+                self._on_answer_done(message.request_id)
         elif isinstance(message, Closed):
             self.closed_by_host = True
         elif isinstance(message, Problem):

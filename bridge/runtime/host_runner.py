@@ -434,11 +434,19 @@ class HostRunner:
 
     async def _connect(self, paths: HostPaths) -> HostLink | None:
         try:
-            return await HostLink.connect(paths.socket, await self._hello(), self.sid)
+            return await HostLink.connect(
+                paths.socket, await self._hello(), self.sid, on_answer_done=self._answer_done
+            )
         except HostLinkError as exc:
             logger.warning("! session %s: %s; stopping that host", self.sid, exc)
             await stop_host(paths)
             return None
+
+    def _answer_done(self, request_id: str) -> None:
+        """The host has an answer that ``hello`` carried: the store may forget it."""
+        self._tasks.spawn(
+            self._store.answer_delivered(self.session_id, request_id), f"answer-{self.sid}"
+        )
 
     async def _hello(self) -> Hello:
         answers = tuple(await self._store.answers(self.session_id))

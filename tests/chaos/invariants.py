@@ -33,6 +33,7 @@ __all__ = [
     "heartbeat_truthful",
     "memory_bounded",
     "no_incidents",
+    "render_verdicts",
     "silent_relay",
     "transcripts_match",
     "unpaired_key",
@@ -48,6 +49,20 @@ class Verdict:
     ok: bool
     summary: str
     details: tuple[str, ...] = ()
+
+
+def render_verdicts(verdicts: Sequence[Verdict], limit: int | None) -> list[str]:
+    """The report's lines of the verdicts: PASS/FAIL, summary, details (at most `limit` each)."""
+    lines: list[str] = []
+    for verdict in verdicts:
+        lines.append(f"  {'PASS' if verdict.ok else 'FAIL'}  {verdict.name}")
+        lines.append(f"        {verdict.summary}")
+        details = list(verdict.details)
+        shown = details if limit is None else details[:limit]
+        lines += [f"        - {detail}" for detail in shown]
+        if len(shown) < len(details):
+            lines.append(f"        - ... and {len(details) - len(shown)} more (see report.txt)")
+    return lines
 
 
 @dataclass

@@ -11,7 +11,7 @@ from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 
-from tests.chaos.invariants import Verdict
+from tests.chaos.invariants import Verdict, render_verdicts
 from tests.chaos.ledger import Ledger
 from tests.chaos.plan import FaultKind
 
@@ -80,14 +80,7 @@ class ChaosReport:
                 f"({len(ledger.rss_samples)} samples)"
             )
         lines += ["", "invariants:"]
-        for verdict in self.verdicts:
-            lines.append(f"  {'PASS' if verdict.ok else 'FAIL'}  {verdict.name}")
-            lines.append(f"        {verdict.summary}")
-            details = list(verdict.details)
-            shown = details if limit is None else details[:limit]
-            lines += [f"        - {detail}" for detail in shown]
-            if len(shown) < len(details):
-                lines.append(f"        - ... and {len(details) - len(shown)} more (see report.txt)")
+        lines += render_verdicts(self.verdicts, limit)
         if fault_log or not self.ok:
             lines += ["", "fault log:"] + [f"  {entry}" for entry in ledger.fault_log]
         failed = self.failed

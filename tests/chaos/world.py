@@ -242,12 +242,5 @@ class World:
         return proc.pid, (int(fields[11]) + int(fields[12])) / ticks
 
     def log_records(self) -> list[dict[str, Any]]:
-        """The daemon's JSON log lines (non-JSON lines, e.g. a traceback, as ``{"raw": …}``)."""
-        records: list[dict[str, Any]] = []
-        for line in self.daemon.log_text.splitlines():
-            try:
-                record = json.loads(line)
-            except ValueError:
-                record = {"raw": line}
-            records.append(record if isinstance(record, dict) else {"raw": line})
-        return records
+        """The daemon's JSON log lines (see :meth:`DaemonProcess.log_records`)."""
+        return self.daemon.log_records()

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import os
 import signal
 import sqlite3
@@ -58,6 +59,17 @@ class DaemonProcess:
     @property
     def log_text(self) -> str:
         return self._log_path.read_text() if self._log_path.exists() else ""
+
+    def log_records(self) -> list[dict[str, Any]]:
+        """The daemon's JSON log lines (non-JSON lines, e.g. a traceback, as ``{"raw": …}``)."""
+        records: list[dict[str, Any]] = []
+        for line in self.log_text.splitlines():
+            try:
+                record = json.loads(line)
+            except ValueError:
+                record = {"raw": line}
+            records.append(record if isinstance(record, dict) else {"raw": line})
+        return records
 
     def log_size(self) -> int:
         """Bytes in the daemon's log so far (an offset for :meth:`log_since`)."""

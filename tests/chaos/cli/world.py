@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import contextlib
 import functools
-import json
 import os
 import sqlite3
 from collections import Counter
@@ -170,15 +169,8 @@ class World:
             return conn.execute(sql, params).fetchall()
 
     def log_records(self) -> list[dict[str, Any]]:
-        """The daemon's JSON log lines (others, e.g. a traceback, as ``{"raw": …}``)."""
-        records: list[dict[str, Any]] = []
-        for line in self.daemon.log_text.splitlines():
-            try:
-                record = json.loads(line)
-            except ValueError:
-                record = {"raw": line}
-            records.append(record if isinstance(record, dict) else {"raw": line})
-        return records
+        """The daemon's JSON log lines (see :meth:`DaemonProcess.log_records`)."""
+        return self.daemon.log_records()
 
 
 def _confirms(session_id: str, mode: str, message: Any) -> bool:

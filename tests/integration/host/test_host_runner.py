@@ -226,4 +226,7 @@ async def test_answers_the_store_held_reach_the_host_before_it_re_presents(rig: 
     await second.start(rig.spec(agent_seq=cursor), resume=True)
     await rig.until(lambda: "allowed Bash" in rig.texts())
     assert of(PermissionStillPending, rig.fed) == []  # never shown to the phone again
+    async with asyncio.timeout(WAIT):
+        while rig.store.delivered != [asked.request_id]:  # and the store may forget it
+            await asyncio.sleep(0.02)
     await second.close()
