@@ -21,16 +21,20 @@ Example (every key optional; these are the defaults)::
     per_second = 0.5
 
     [rate_limits.writer_per_pubkey]      # every event by a registered author
-    burst = 300
-    per_second = 25.0
+    burst = 3000
+    per_second = 300.0
 
 A limit can be switched off with ``enabled = false``. Unknown keys are an error: a misspelt limit
 silently falling back to its default is how a relay ends up unprotected.
 
 Why these defaults: 445 is the issue's "burst of 20 refilling at 1 per second". A pairing phone
 sends one ``pair-request`` (and maybe a retry), so 10 per IP is plenty. The writer limit must let a
-bridge stream live output (one 24515 per transcript entry) while capping what one leaked phone key
-can push; 25/s sustained with a 300-event burst does both.
+bridge stream live output (one 24515 per transcript entry, over 1,000 a second in a busy turn) and
+let a phone burst legitimately (one ``sync-ack`` per chunk: a 50,000-entry sync is 1,000 commands
+within seconds), while capping what one leaked phone key can push: 300/s sustained with a burst of
+3,000. (It was 25/s with a burst of 300, which refused a paired phone's sync acks and a bridge's
+live output under load.) The daemon's embedded relay runs without it: only the owner's own bridge
+and phones write there.
 
 Pure apart from :func:`load_config`, which reads the file.
 """
@@ -92,7 +96,7 @@ class PolicyConfig:
     group_message_per_ip: RateLimit | None = field(default_factory=lambda: RateLimit(20, 1.0))
     pairing_per_ip: RateLimit | None = field(default_factory=lambda: RateLimit(10, 0.2))
     gift_wrap_per_ip: RateLimit | None = field(default_factory=lambda: RateLimit(30, 0.5))
-    writer_per_pubkey: RateLimit | None = field(default_factory=lambda: RateLimit(300, 25.0))
+    writer_per_pubkey: RateLimit | None = field(default_factory=lambda: RateLimit(3000, 300.0))
 
     def __post_init__(self) -> None:
         for name in ("max_command_expiry_seconds", "max_tracked_keys"):

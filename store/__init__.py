@@ -7,6 +7,7 @@ Layout of the package (dependencies point down the list):
 - `migrations`: the versioned-migration runner, synchronous, reusable by any database;
 - `sqlite`: `open_sqlite()`, the one way a database file is opened (checks, WAL, migrations);
 - `schema`: the bridge database's migrations;
+- `worker`: the connection's own thread (a job is one trip, however many statements);
 - `db`: `BridgeDatabase`, the asyncio handle on `<home>/bridge.db`, with transactions;
 - `kv`, `identity`: repositories over the bridge database;
 - `lock`: the one-daemon-per-home OS lock.
@@ -26,7 +27,7 @@ A daemon start, in order::
 `status` reads `read_lock_holder(home)` without taking the lock.
 """
 
-from store.db import BRIDGE_DB_FILENAME, BridgeDatabase, Params, Row, open_bridge_db
+from store.db import BRIDGE_DB_FILENAME, BridgeDatabase, Params, Row, Statement, open_bridge_db
 from store.errors import (
     AlreadyRunning,
     CorruptDatabase,
@@ -49,7 +50,7 @@ from store.home import (
     tighten_file_mode,
 )
 from store.identity import SECRET_KEY_LENGTH, load_identity, save_identity
-from store.kv import MAX_KEY_LENGTH, kv_delete, kv_get, kv_set
+from store.kv import MAX_KEY_LENGTH, kv_delete, kv_get, kv_set, kv_set_statement
 from store.lock import LOCK_FILENAME, BridgeLock, LockHolder, acquire_lock, read_lock_holder
 from store.migrations import Migration, current_version, migrate, split_statements
 from store.schema import BRIDGE_MIGRATIONS
@@ -88,6 +89,7 @@ __all__ = [
     "Row",
     "SchemaMismatch",
     "SchemaTooNew",
+    "Statement",
     "StoreError",
     "acquire_lock",
     "create_private_file",
@@ -96,6 +98,7 @@ __all__ = [
     "kv_delete",
     "kv_get",
     "kv_set",
+    "kv_set_statement",
     "load_identity",
     "migrate",
     "open_bridge_db",

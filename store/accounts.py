@@ -3,8 +3,8 @@
 Plain values in and out, like `store.bridge_state`: a provider profile is its JSON record
 (`bridge.engine.providers.profile_to_record`, auth token included), a credential a name and a
 text value. The values are secret: they are never logged and never put in an exception message
-(only names and ids are); the database file is 0600 in a 0700 home, and `store.db` drops
-aiosqlite's statement logging, which would print parameters.
+(only names and ids are); the database file is 0600 in a 0700 home, and the store's connection
+thread (`store.worker`) logs no statement or parameter.
 
 Callers apply a command's writes inside the command's `db.transaction()`, so a profile or key
 change commits together with the command's "processed" mark.
@@ -18,16 +18,19 @@ import time
 from collections.abc import Mapping
 from typing import Any, Final
 
-from store.db import BridgeDatabase
+from store.db import BridgeDatabase, Statement
 
 __all__ = [
     "CREDENTIALS_TABLE",
     "PROVIDER_PROFILES_TABLE",
     "delete_provider_profile",
+    "delete_provider_profile_statement",
     "load_credentials",
     "load_provider_profiles",
     "save_provider_profile",
+    "save_provider_profile_statement",
     "set_credential",
+    "set_credential_statement",
 ]
 
 logger = logging.getLogger(__name__)
@@ -60,6 +63,20 @@ async def load_provider_profiles(db: BridgeDatabase) -> list[tuple[str, dict[str
     return profiles
 
 
+def save_provider_profile_statement(
+    profile_id: str, record: Mapping[str, Any], *, now: int | None = None
+) -> Statement:
+    """`save_provider_profile` as a statement to run later; the same checks."""
+    if not profile_id:
+        raise ValueError("a provider profile id must not be empty")
+    text = json.dumps(dict(record), separators=(",", ":"))
+    return Statement(
+        "INSERT INTO provider_profiles (id, record, updated_at) VALUES (?, ?, ?) "
+        "ON CONFLICT (id) DO UPDATE SET record = excluded.record, updated_at = excluded.updated_at",
+        (profile_id, text, _now(now)),
+    )
+
+
 async def save_provider_profile(
     db: BridgeDatabase, profile_id: str, record: Mapping[str, Any], *, now: int | None = None
 ) -> None:
@@ -70,25 +87,35 @@ async def save_provider_profile(
         TypeError: `record` is not JSON-serializable.
         StoreError: the database failed.
     """
-    if not profile_id:
-        raise ValueError("a provider profile id must not be empty")
-    text = json.dumps(dict(record), separators=(",", ":"))
-    await db.execute(
-        "INSERT INTO provider_profiles (id, record, updated_at) VALUES (?, ?, ?) "
-        "ON CONFLICT (id) DO UPDATE SET record = excluded.record, updated_at = excluded.updated_at",
-        (profile_id, text, _now(now)),
-    )
+    await db.execute(*save_provider_profile_statement(profile_id, record, now=now))
+
+
+def delete_provider_profile_statement(profile_id: str) -> Statement:
+    return Statement("DELETE FROM provider_profiles WHERE id = ?", (profile_id,))
 
 
 async def delete_provider_profile(db: BridgeDatabase, profile_id: str) -> bool:
     """Remove the profile; returns whether it existed."""
-    return await db.execute("DELETE FROM provider_profiles WHERE id = ?", (profile_id,)) > 0
+    return await db.execute(*delete_provider_profile_statement(profile_id)) > 0
 
 
 async def load_credentials(db: BridgeDatabase) -> dict[str, str]:
     """The stored credentials, ``{name: value}``."""
     rows = await db.fetchall("SELECT name, value FROM credentials")
     return {str(name): str(value) for name, value in rows}
+
+
+def set_credential_statement(name: str, value: str | None, *, now: int | None = None) -> Statement:
+    """`set_credential` as a statement to run later; the same checks."""
+    if not name:
+        raise ValueError("a credential name must not be empty")
+    if not value:
+        return Statement("DELETE FROM credentials WHERE name = ?", (name,))
+    return Statement(
+        "INSERT INTO credentials (name, value, updated_at) VALUES (?, ?, ?) "
+        "ON CONFLICT (name) DO UPDATE SET value = excluded.value, updated_at = excluded.updated_at",
+        (name, value, _now(now)),
+    )
 
 
 async def set_credential(
@@ -100,13 +127,4 @@ async def set_credential(
         ValueError: `name` is empty.
         StoreError: the database failed.
     """
-    if not name:
-        raise ValueError("a credential name must not be empty")
-    if not value:
-        await db.execute("DELETE FROM credentials WHERE name = ?", (name,))
-        return
-    await db.execute(
-        "INSERT INTO credentials (name, value, updated_at) VALUES (?, ?, ?) "
-        "ON CONFLICT (name) DO UPDATE SET value = excluded.value, updated_at = excluded.updated_at",
-        (name, value, _now(now)),
-    )
+    await db.execute(*set_credential_statement(name, value, now=now))

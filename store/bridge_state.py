@@ -1,9 +1,11 @@
 """Repositories over the daemon's tables (schema v2): plain values in, plain values out.
 
 The store knows nothing of the engine's types: records travel as dicts / JSON text, entries as
-JSON text. The runtime maps the engine's store operations onto these functions and calls them
-inside one ``db.transaction()`` per commit, which is what makes "processed" and the command's
-effects atomic.
+JSON text. Each write exists twice, from one SQL text: ``*_statements`` builds it as
+:class:`~store.db.Statement` values, and the async function of the same name runs them. The
+runtime maps the engine's store operations onto the builders and runs a whole commit — or a
+group of them — with one ``db.write`` (one transaction, one trip to the connection's thread),
+which is what makes "processed" and the command's effects atomic.
 """
 
 from __future__ import annotations
@@ -14,8 +16,8 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from store.db import BridgeDatabase
-from store.kv import kv_get, kv_set
+from store.db import BridgeDatabase, Statement
+from store.kv import kv_get, kv_set_statement
 
 __all__ = [
     "CURSOR_KEY",
@@ -23,30 +25,46 @@ __all__ = [
     "LoadedState",
     "OutboxRow",
     "add_inbox",
+    "add_inbox_statements",
     "add_outbox",
+    "add_outbox_statements",
     "add_tombstone",
+    "add_tombstone_statements",
     "append_transcript",
+    "append_transcript_statements",
     "delete_outbox",
+    "delete_outbox_statements",
     "delete_phone",
+    "delete_phone_statements",
     "delete_session",
+    "delete_session_statements",
     "delete_transcript",
+    "delete_transcript_statements",
     "inbox_rows",
     "load_state",
     "mark_inbox_pending",
     "mark_inbox_sent",
     "mark_inbox_taken",
+    "mark_inbox_taken_statements",
     "mark_processed",
+    "mark_processed_statements",
     "outbox_rows",
     "prune_outbox",
     "prune_processed",
+    "prune_processed_statements",
     "read_transcript",
     "record_outbox_acceptance",
     "remove_inbox",
+    "remove_inbox_statements",
     "remove_sessions",
     "save_phone",
+    "save_phone_statements",
     "save_session",
+    "save_session_statements",
     "set_agent_cursor",
+    "set_agent_cursor_statements",
     "set_cursor",
+    "set_cursor_statements",
     "stored_sessions",
     "sweep_transcripts",
 ]
@@ -151,71 +169,120 @@ async def load_state(db: BridgeDatabase) -> LoadedState:
 # --- ingest ------------------------------------------------------------------------------------
 
 
+def mark_processed_statements(event_id: str, created_at: int) -> list[Statement]:
+    return [
+        Statement(
+            "INSERT OR IGNORE INTO processed (event_id, created_at) VALUES (?, ?)",
+            (event_id, created_at),
+        )
+    ]
+
+
 async def mark_processed(db: BridgeDatabase, event_id: str, created_at: int) -> None:
-    await db.execute(
-        "INSERT OR IGNORE INTO processed (event_id, created_at) VALUES (?, ?)",
-        (event_id, created_at),
-    )
+    await _run(db, mark_processed_statements(event_id, created_at))
+
+
+def prune_processed_statements(before: int) -> list[Statement]:
+    return [Statement("DELETE FROM processed WHERE created_at < ?", (before,))]
 
 
 async def prune_processed(db: BridgeDatabase, before: int) -> int:
-    return await db.execute("DELETE FROM processed WHERE created_at < ?", (before,))
+    return await _run(db, prune_processed_statements(before))
+
+
+def set_cursor_statements(last_seen: int, now: int | None = None) -> list[Statement]:
+    return [kv_set_statement(CURSOR_KEY, str(last_seen), now=now)]
 
 
 async def set_cursor(db: BridgeDatabase, last_seen: int) -> None:
-    await kv_set(db, CURSOR_KEY, str(last_seen))
+    await _run(db, set_cursor_statements(last_seen))
 
 
 # --- phones ------------------------------------------------------------------------------------
 
 
+def save_phone_statements(pubkey: str, npub: str, label: str, paired_at: str) -> list[Statement]:
+    return [
+        Statement(
+            "INSERT INTO phones (pubkey, npub, label, paired_at) VALUES (?, ?, ?, ?) "
+            "ON CONFLICT (pubkey) DO UPDATE SET label = excluded.label",
+            (pubkey, npub, label, paired_at),
+        )
+    ]
+
+
 async def save_phone(
     db: BridgeDatabase, pubkey: str, npub: str, label: str, paired_at: str
 ) -> None:
-    await db.execute(
-        "INSERT INTO phones (pubkey, npub, label, paired_at) VALUES (?, ?, ?, ?) "
-        "ON CONFLICT (pubkey) DO UPDATE SET label = excluded.label",
-        (pubkey, npub, label, paired_at),
-    )
+    await _run(db, save_phone_statements(pubkey, npub, label, paired_at))
+
+
+def delete_phone_statements(pubkey: str) -> list[Statement]:
+    return [Statement("DELETE FROM phones WHERE pubkey = ?", (pubkey,))]
 
 
 async def delete_phone(db: BridgeDatabase, pubkey: str) -> None:
-    await db.execute("DELETE FROM phones WHERE pubkey = ?", (pubkey,))
+    await _run(db, delete_phone_statements(pubkey))
 
 
 # --- sessions ----------------------------------------------------------------------------------
 
 
+def save_session_statements(session_id: str, record: dict[str, Any]) -> list[Statement]:
+    return [
+        Statement(
+            "INSERT INTO sessions (session_id, record) VALUES (?, ?) "
+            "ON CONFLICT (session_id) DO UPDATE SET record = excluded.record",
+            (session_id, json.dumps(record, separators=(",", ":"))),
+        )
+    ]
+
+
 async def save_session(db: BridgeDatabase, session_id: str, record: dict[str, Any]) -> None:
-    await db.execute(
-        "INSERT INTO sessions (session_id, record) VALUES (?, ?) "
-        "ON CONFLICT (session_id) DO UPDATE SET record = excluded.record",
-        (session_id, json.dumps(record, separators=(",", ":"))),
-    )
+    await _run(db, save_session_statements(session_id, record))
+
+
+def delete_session_statements(session_id: str) -> list[Statement]:
+    return [
+        Statement("DELETE FROM sessions WHERE session_id = ?", (session_id,)),
+        Statement("DELETE FROM inbox WHERE session_id = ?", (session_id,)),
+        Statement("DELETE FROM host_answers WHERE session_id = ?", (session_id,)),
+    ]
 
 
 async def delete_session(db: BridgeDatabase, session_id: str) -> None:
-    await db.execute("DELETE FROM sessions WHERE session_id = ?", (session_id,))
-    await db.execute("DELETE FROM inbox WHERE session_id = ?", (session_id,))
-    await db.execute("DELETE FROM host_answers WHERE session_id = ?", (session_id,))
+    await _run(db, delete_session_statements(session_id))
+
+
+def set_agent_cursor_statements(session_id: str, seq: int) -> list[Statement]:
+    """The session host's journal is applied up to `seq` (the record's ``agent_seq``)."""
+    return [
+        Statement(
+            "UPDATE sessions SET record = json_set(record, '$.agent_seq', ?) WHERE session_id = ?",
+            (seq, session_id),
+        )
+    ]
 
 
 async def set_agent_cursor(db: BridgeDatabase, session_id: str, seq: int) -> None:
     """The session host's journal is applied up to `seq` (the record's ``agent_seq``)."""
-    await db.execute(
-        "UPDATE sessions SET record = json_set(record, '$.agent_seq', ?) WHERE session_id = ?",
-        (seq, session_id),
-    )
+    await _run(db, set_agent_cursor_statements(session_id, seq))
+
+
+def add_tombstone_statements(session_id: str) -> list[Statement]:
+    return [
+        Statement("DELETE FROM tombstones WHERE session_id = ?", (session_id,)),
+        Statement("INSERT INTO tombstones (session_id) VALUES (?)", (session_id,)),
+        Statement(
+            "DELETE FROM tombstones WHERE position NOT IN "
+            "(SELECT position FROM tombstones ORDER BY position DESC LIMIT ?)",
+            (MAX_TOMBSTONES,),
+        ),
+    ]
 
 
 async def add_tombstone(db: BridgeDatabase, session_id: str) -> None:
-    await db.execute("DELETE FROM tombstones WHERE session_id = ?", (session_id,))
-    await db.execute("INSERT INTO tombstones (session_id) VALUES (?)", (session_id,))
-    await db.execute(
-        "DELETE FROM tombstones WHERE position NOT IN "
-        "(SELECT position FROM tombstones ORDER BY position DESC LIMIT ?)",
-        (MAX_TOMBSTONES,),
-    )
+    await _run(db, add_tombstone_statements(session_id))
 
 
 async def stored_sessions(db: BridgeDatabase) -> list[tuple[str, str | None]]:
@@ -255,16 +322,27 @@ async def remove_sessions(db: BridgeDatabase, sessions: Sequence[tuple[str, bool
 # --- transcripts -------------------------------------------------------------------------------
 
 
+def append_transcript_statements(session_id: str, seq: int, entry_json: str) -> list[Statement]:
+    """Insert one line; a seq already stored is a bug upstream and raises (never overwrites)."""
+    return [
+        Statement(
+            "INSERT INTO transcripts (session_id, seq, entry) VALUES (?, ?, ?)",
+            (session_id, seq, entry_json),
+        )
+    ]
+
+
 async def append_transcript(db: BridgeDatabase, session_id: str, seq: int, entry_json: str) -> None:
     """Insert one line; a seq already stored is a bug upstream and raises (never overwrites)."""
-    await db.execute(
-        "INSERT INTO transcripts (session_id, seq, entry) VALUES (?, ?, ?)",
-        (session_id, seq, entry_json),
-    )
+    await _run(db, append_transcript_statements(session_id, seq, entry_json))
+
+
+def delete_transcript_statements(session_id: str) -> list[Statement]:
+    return [Statement("DELETE FROM transcripts WHERE session_id = ?", (session_id,))]
 
 
 async def delete_transcript(db: BridgeDatabase, session_id: str) -> None:
-    await db.execute("DELETE FROM transcripts WHERE session_id = ?", (session_id,))
+    await _run(db, delete_transcript_statements(session_id))
 
 
 async def read_transcript(
@@ -307,14 +385,22 @@ async def sweep_transcripts(
 # --- inbox -------------------------------------------------------------------------------------
 
 
+def add_inbox_statements(
+    uid: str, session_id: str, text: str, input_id: str | None, now: int
+) -> list[Statement]:
+    return [
+        Statement(
+            "INSERT INTO inbox (uid, session_id, text, input_id, state, created_at) "
+            "VALUES (?, ?, ?, ?, 'pending', ?)",
+            (uid, session_id, text, input_id, now),
+        )
+    ]
+
+
 async def add_inbox(
     db: BridgeDatabase, uid: str, session_id: str, text: str, input_id: str | None, now: int
 ) -> None:
-    await db.execute(
-        "INSERT INTO inbox (uid, session_id, text, input_id, state, created_at) "
-        "VALUES (?, ?, ?, ?, 'pending', ?)",
-        (uid, session_id, text, input_id, now),
-    )
+    await _run(db, add_inbox_statements(uid, session_id, text, input_id, now))
 
 
 async def inbox_rows(
@@ -341,15 +427,24 @@ async def mark_inbox_sent(db: BridgeDatabase, uid: str) -> None:
     await db.execute("UPDATE inbox SET state = 'sent' WHERE uid = ?", (uid,))
 
 
+def mark_inbox_taken_statements(uid: str) -> list[Statement]:
+    """The agent took the input (a restart never hands it over again)."""
+    return [Statement("UPDATE inbox SET state = 'taken' WHERE uid = ?", (uid,))]
+
+
 async def mark_inbox_taken(db: BridgeDatabase, uid: str) -> None:
     """The agent took the input (a restart never hands it over again)."""
-    await db.execute("UPDATE inbox SET state = 'taken' WHERE uid = ?", (uid,))
+    await _run(db, mark_inbox_taken_statements(uid))
 
 
 async def mark_inbox_pending(db: BridgeDatabase, uids: Iterable[str]) -> None:
     """Rows marked sent that the agent never received go back to pending (crash recovery)."""
     for uid in uids:
         await db.execute("UPDATE inbox SET state = 'pending' WHERE uid = ?", (uid,))
+
+
+def remove_inbox_statements(uids: Iterable[str]) -> list[Statement]:
+    return [Statement("DELETE FROM inbox WHERE uid = ?", (uid,)) for uid in uids]
 
 
 async def remove_inbox(db: BridgeDatabase, uids: Iterable[str]) -> None:
@@ -359,13 +454,22 @@ async def remove_inbox(db: BridgeDatabase, uids: Iterable[str]) -> None:
 # --- outbox ------------------------------------------------------------------------------------
 
 
+def add_outbox_statements(
+    event_id: str, event_json: str, expires_at: int | None, now: int
+) -> list[Statement]:
+    return [
+        Statement(
+            "INSERT OR IGNORE INTO outbox (event_id, event, expires_at, queued_at) "
+            "VALUES (?, ?, ?, ?)",
+            (event_id, event_json, expires_at, now),
+        )
+    ]
+
+
 async def add_outbox(
     db: BridgeDatabase, event_id: str, event_json: str, expires_at: int | None, now: int
 ) -> None:
-    await db.execute(
-        "INSERT OR IGNORE INTO outbox (event_id, event, expires_at, queued_at) VALUES (?, ?, ?, ?)",
-        (event_id, event_json, expires_at, now),
-    )
+    await _run(db, add_outbox_statements(event_id, event_json, expires_at, now))
 
 
 async def outbox_rows(
@@ -413,11 +517,29 @@ async def record_outbox_acceptance(
         return False
 
 
+def delete_outbox_statements(event_ids: Iterable[str]) -> list[Statement]:
+    return [
+        Statement("DELETE FROM outbox WHERE event_id = ?", (event_id,)) for event_id in event_ids
+    ]
+
+
 async def delete_outbox(db: BridgeDatabase, event_id: str) -> None:
-    await db.execute("DELETE FROM outbox WHERE event_id = ?", (event_id,))
+    await _run(db, delete_outbox_statements([event_id]))
 
 
 async def prune_outbox(db: BridgeDatabase, now: int) -> int:
     return await db.execute(
         "DELETE FROM outbox WHERE expires_at IS NOT NULL AND expires_at <= ?", (now,)
     )
+
+
+async def _run(db: BridgeDatabase, statements: list[Statement]) -> int:
+    """Run built statements on their own (or in the caller's transaction); rows changed.
+
+    One statement is one ``execute`` (the rows it changed are returned); several go as one
+    ``write``, atomic on their own.
+    """
+    if len(statements) == 1:
+        return await db.execute(*statements[0])
+    await db.write(statements)
+    return 0

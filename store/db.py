@@ -1,8 +1,15 @@
 """The bridge database, `<home>/bridge.db`, for the asyncio daemon.
 
-One `BridgeDatabase` owns one aiosqlite connection (one worker thread, statements run in order).
-The file checks and migrations (`store.sqlite.open_sqlite`) run in a helper thread, off the event
-loop; the connection is then handed to aiosqlite, whose thread alone uses it from then on.
+One `BridgeDatabase` owns one SQLite connection and the one thread that uses it
+(`store.worker.ConnectionThread`; statements run in order). The file checks and migrations
+(`store.sqlite.open_sqlite`) run in a helper thread, off the event loop; the connection is then
+handed to its own thread, which alone uses it from then on.
+
+Trips. Every call below is one trip to that thread and back (a thread hand-off and a wake-up of
+the event loop): `execute`, `fetchone`, `fetchall`, `executemany` one statement each; `write` a
+whole transaction of statements, `run` any synchronous function of the connection (several
+queries, a read and its updates). The daemon's hot path uses the last two: a commit is one trip,
+however many statements it has (the trips, not SQLite, were what the profile showed).
 
 Transactions. Statements outside a transaction run in autocommit (each one is its own
 transaction). `async with db.transaction():` runs `BEGIN IMMEDIATE … COMMIT` and rolls back on any
@@ -12,11 +19,13 @@ transaction is owned by the task that opened it: an `asyncio.Lock` makes stateme
 tasks wait until it ends (otherwise they would silently join it, and vanish with its rollback).
 So: inside a transaction, use the database only from the task that opened it; awaiting another
 task that uses the database, from inside the transaction, would deadlock. A nested
-`transaction()` in the owning task becomes a SAVEPOINT, so repository functions that need
-atomicity can open one whether or not their caller already did.
+`transaction()` (or `write`) in the owning task becomes a SAVEPOINT, so repository functions that
+need atomicity can open one whether or not their caller already did. `write` and `run` take the
+same lock, for the length of their one trip.
 
 COMMIT and ROLLBACK are shielded from cancellation: once queued on the connection's thread they
 run before any later statement, so a cancelled task never leaves the connection mid-transaction.
+A `write` is one job: it commits or rolls back on the thread whatever its caller does meanwhile.
 """
 
 from __future__ import annotations
@@ -29,17 +38,23 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mappin
 from contextlib import asynccontextmanager
 from pathlib import Path
 from types import TracebackType
-from typing import Any, Final, TypeVar
-
-import aiosqlite
+from typing import Any, Final, NamedTuple, TypeVar
 
 from store.errors import StoreError
 from store.home import ensure_home
 from store.migrations import Migration, current_version
 from store.schema import BRIDGE_MIGRATIONS
 from store.sqlite import open_sqlite, translate_error
+from store.worker import ConnectionThread
 
-__all__ = ["BRIDGE_DB_FILENAME", "BridgeDatabase", "Params", "Row", "open_bridge_db"]
+__all__ = [
+    "BRIDGE_DB_FILENAME",
+    "BridgeDatabase",
+    "Params",
+    "Row",
+    "Statement",
+    "open_bridge_db",
+]
 
 logger = logging.getLogger(__name__)
 
@@ -55,21 +70,11 @@ Row = tuple[Any, ...]
 _T = TypeVar("_T")
 
 
-class _DropStatementDebug(logging.Filter):
-    """Drop aiosqlite's DEBUG records: they print every statement *with its parameters*.
+class Statement(NamedTuple):
+    """One SQL statement and its parameters, to run later (in `BridgeDatabase.write`)."""
 
-    Those parameters include the bridge's secret key and the phones' credentials, and a user who
-    runs `--log-level DEBUG` must not find them in the journal. aiosqlite's INFO and WARNING
-    records carry no parameters and pass.
-    """
-
-    def filter(self, record: logging.LogRecord) -> bool:
-        return record.levelno > logging.DEBUG
-
-
-_AIOSQLITE_LOGGER = logging.getLogger("aiosqlite")
-if not any(isinstance(f, _DropStatementDebug) for f in _AIOSQLITE_LOGGER.filters):
-    _AIOSQLITE_LOGGER.addFilter(_DropStatementDebug())
+    sql: str
+    params: Params = ()
 
 
 class BridgeDatabase:
@@ -80,7 +85,7 @@ class BridgeDatabase:
         schema_version: the schema version after the migrations of this open.
     """
 
-    def __init__(self, conn: aiosqlite.Connection, path: Path, schema_version: int) -> None:
+    def __init__(self, conn: ConnectionThread, path: Path, schema_version: int) -> None:
         self._conn = conn
         self.path = path
         self.schema_version = schema_version
@@ -113,53 +118,99 @@ class BridgeDatabase:
     async def execute(self, sql: str, params: Params = ()) -> int:
         """Run one statement; returns the number of rows it changed (0 for non-DML).
 
-        One trip to the connection's thread, not two: every trip is a thread hand-off and a
-        wake-up of the event loop, and a command's commit is several statements long (the
-        profile of the ``input`` → ``input-ack`` path showed the hops). The changed-row count
-        is the difference of SQLite's total-changes counter around the statement: exact,
-        since statements run one at a time under the lock (the schema has no triggers).
+        The changed-row count is the difference of SQLite's total-changes counter around the
+        statement: exact, since jobs run one at a time on the connection's thread (the schema
+        has no triggers).
         """
 
-        async def run() -> int:
-            before = self._conn.total_changes
-            await self._conn.execute_fetchall(sql, params)
-            return self._conn.total_changes - before
+        def job(conn: sqlite3.Connection) -> int:
+            before = conn.total_changes
+            conn.execute(sql, params).fetchall()
+            return conn.total_changes - before
 
-        return await self._run(run)
+        return await self._run(job)
 
     async def executemany(self, sql: str, rows: Iterable[Params]) -> int:
         """Run one statement for each parameter set; returns the total rows changed."""
+        params = list(rows)  # read here, on the event loop, not on the connection's thread
 
-        async def run() -> int:
-            cursor = await self._conn.executemany(sql, rows)
-            try:
-                return cursor.rowcount
-            finally:
-                await cursor.close()
+        def job(conn: sqlite3.Connection) -> int:
+            return conn.executemany(sql, params).rowcount
 
-        return await self._run(run)
+        return await self._run(job)
 
     async def fetchone(self, sql: str, params: Params = ()) -> Row | None:
         """Run a query and return its first row, or None."""
 
-        async def run() -> Row | None:
-            cursor = await self._conn.execute(sql, params)
-            try:
-                row = await cursor.fetchone()
-            finally:
-                await cursor.close()
+        def job(conn: sqlite3.Connection) -> Row | None:
+            row = conn.execute(sql, params).fetchone()
             return None if row is None else tuple(row)
 
-        return await self._run(run)
+        return await self._run(job)
 
     async def fetchall(self, sql: str, params: Params = ()) -> list[Row]:
         """Run a query and return all its rows."""
 
-        async def run() -> list[Row]:
-            rows = await self._conn.execute_fetchall(sql, params)
-            return [tuple(row) for row in rows]
+        def job(conn: sqlite3.Connection) -> list[Row]:
+            return [tuple(row) for row in conn.execute(sql, params).fetchall()]
 
-        return await self._run(run)
+        return await self._run(job)
+
+    async def run(self, job: Callable[[sqlite3.Connection], _T]) -> _T:
+        """Run a synchronous function of the connection in one trip; returns its result.
+
+        For work of several statements that belongs together (reads, or a read and the updates
+        it decides). `job` runs on the connection's thread: it must only use the connection it
+        is given, and must not leave a transaction open (use `write` for writes that must be
+        atomic). SQLite errors are translated as for every other call.
+        """
+        return await self._run(job)
+
+    async def write(self, statements: Sequence[Statement]) -> None:
+        """Run `statements` as ONE transaction, in one trip to the connection's thread.
+
+        `BEGIN IMMEDIATE`, the statements in order, `COMMIT`; any failure rolls the whole of it
+        back (on the thread, before the next job) and is raised. Inside the calling task's own
+        `transaction()` it is a SAVEPOINT of it instead, rolled back alone on failure.
+
+        Raises:
+            StoreError: a statement, BEGIN or COMMIT failed; nothing of `statements` is stored.
+        """
+        if not statements:
+            return
+        batch = list(statements)
+        if self.in_transaction:
+            self._savepoints += 1
+            name = f"sp{self._savepoints}"
+            try:
+                await self._run(lambda conn: _in_savepoint(conn, name, batch))
+            finally:
+                self._savepoints -= 1
+            return
+        await self._run(lambda conn: _in_transaction(conn, batch))
+
+    def start_write(self, statements: Sequence[Statement]) -> Awaitable[None]:
+        """`write`, queued on the connection's thread before this returns; await the result.
+
+        The caller can do CPU work while SQLite runs the transaction on its own thread (both
+        release the GIL for their heavy parts). The transaction is one job, so it cannot land
+        inside another task's `transaction()` as long as none is open, which is checked here;
+        when one is (or when the caller is inside its own), it waits its turn like `write`,
+        from the moment the result is awaited. Await the result in every case: a queued write
+        runs — and commits — whether or not anyone waits for it.
+        """
+        if not statements or self._owner is not None or self._closing:
+            return self.write(statements)
+        batch = list(statements)
+        return self._translated(self._conn.submit(lambda conn: _in_transaction(conn, batch)))
+
+    async def _translated(self, job: Awaitable[_T]) -> _T:
+        try:
+            return await job
+        except (sqlite3.ProgrammingError, sqlite3.InterfaceError):
+            raise
+        except sqlite3.Error as exc:
+            raise translate_error(exc, self.path, loss_note=_BRIDGE_LOSS_NOTE) from exc
 
     @asynccontextmanager
     async def transaction(self) -> AsyncIterator[None]:
@@ -212,10 +263,10 @@ class BridgeDatabase:
         async with self._lock:
             try:
                 # Cheap, and lets SQLite refresh its planner statistics where they went stale.
-                await self._conn.execute("PRAGMA optimize")
+                await self._conn.submit(lambda conn: conn.execute("PRAGMA optimize").fetchall())
             except sqlite3.Error:
                 logger.warning("PRAGMA optimize failed on %s", self.path, exc_info=True)
-            await self._conn.close()
+            await self._conn.stop()
             self._closed = True
         logger.info("closed %s", self.path)
 
@@ -279,25 +330,20 @@ class BridgeDatabase:
 
     async def _raw(self, sql: str) -> None:
         try:
-            await self._conn.execute_fetchall(sql)
+            await self._conn.submit(lambda conn: conn.execute(sql).fetchall())
         except (sqlite3.ProgrammingError, sqlite3.InterfaceError):
             raise
         except sqlite3.Error as exc:
             raise translate_error(exc, self.path, loss_note=_BRIDGE_LOSS_NOTE) from exc
 
-    async def _run(self, op: Callable[[], Awaitable[_T]]) -> _T:
-        """Run `op` on the connection: directly inside our own transaction, else after the lock."""
-        try:
-            if self.in_transaction:
-                return await op()
-            self._check_open()
-            async with self._lock:
-                self._check_closed()
-                return await op()
-        except (sqlite3.ProgrammingError, sqlite3.InterfaceError):
-            raise
-        except sqlite3.Error as exc:
-            raise translate_error(exc, self.path, loss_note=_BRIDGE_LOSS_NOTE) from exc
+    async def _run(self, job: Callable[[sqlite3.Connection], _T]) -> _T:
+        """Run `job` in one trip: directly inside our own transaction, else after the lock."""
+        if self.in_transaction:
+            return await self._translated(self._conn.submit(job))
+        self._check_open()
+        async with self._lock:
+            self._check_closed()
+            return await self._translated(self._conn.submit(job))
 
     def _check_open(self) -> None:
         if self._closing:
@@ -330,7 +376,7 @@ async def open_bridge_db(
     path = home_path / BRIDGE_DB_FILENAME
 
     def connect() -> tuple[sqlite3.Connection, int]:
-        # check_same_thread=False: opened here, then used only by aiosqlite's one worker thread.
+        # check_same_thread=False: opened here, then used only by the connection's own thread.
         conn = open_sqlite(
             path,
             migrations,
@@ -351,11 +397,36 @@ async def open_bridge_db(
         # The thread cannot be stopped; close what it opens once it is done.
         opening.add_done_callback(_close_abandoned)
         raise
-    conn = aiosqlite.Connection(lambda: sync_conn, iter_chunk_size=64)
-    await conn
-    return BridgeDatabase(conn, path, version)
+    return BridgeDatabase(ConnectionThread(sync_conn), path, version)
 
 
 def _close_abandoned(opening: asyncio.Future[tuple[sqlite3.Connection, int]]) -> None:
     if not opening.cancelled() and opening.exception() is None:
         opening.result()[0].close()
+
+
+def _in_transaction(conn: sqlite3.Connection, statements: Sequence[Statement]) -> None:
+    """`statements` as one transaction, on the connection's thread (see `BridgeDatabase.write`)."""
+    conn.execute("BEGIN IMMEDIATE")
+    try:
+        for sql, params in statements:
+            conn.execute(sql, params)
+        conn.execute("COMMIT")
+    except BaseException:
+        if conn.in_transaction:  # SQLite may have rolled back by itself (e.g. disk full)
+            conn.execute("ROLLBACK")
+        raise
+
+
+def _in_savepoint(conn: sqlite3.Connection, name: str, statements: Sequence[Statement]) -> None:
+    """`statements` as a savepoint of the transaction the connection is in."""
+    conn.execute(f"SAVEPOINT {name}")
+    try:
+        for sql, params in statements:
+            conn.execute(sql, params)
+    except BaseException:
+        if conn.in_transaction:
+            conn.execute(f"ROLLBACK TO {name}")
+            conn.execute(f"RELEASE {name}")
+        raise
+    conn.execute(f"RELEASE {name}")

@@ -20,7 +20,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Final
 
-from store.db import BridgeDatabase
+from store.db import BridgeDatabase, Statement
 from store.readonly import ReadOnlyDatabase
 
 __all__ = [
@@ -31,6 +31,7 @@ __all__ = [
     "list_decisions",
     "read_decisions",
     "record_decision",
+    "record_decision_statement",
 ]
 
 DECISIONS_TABLE: Final = "decisions"
@@ -126,6 +127,23 @@ def read_decisions(
     return [_record(row) for row in db.fetchall(sql, params)]
 
 
+def record_decision_statement(
+    *,
+    at: str,
+    session_id: str,
+    tool: str,
+    outcome: str,
+    reasons: Sequence[str] = (),
+    detail: str | None = None,
+) -> Statement:
+    """`record_decision` as a statement to run later (in the commit of the decision)."""
+    return Statement(
+        "INSERT INTO decisions (at, session_id, tool, outcome, reasons, detail) "
+        "VALUES (?, ?, ?, ?, ?, ?)",
+        (at, session_id, tool, outcome, json.dumps(list(reasons)), detail),
+    )
+
+
 async def record_decision(
     db: BridgeDatabase,
     *,
@@ -143,12 +161,16 @@ async def record_decision(
     """
     # In a transaction (a savepoint inside the caller's), so that no other task's insert can
     # come between ours and last_insert_rowid() on the shared connection.
+    statement = record_decision_statement(
+        at=at,
+        session_id=session_id,
+        tool=tool,
+        outcome=outcome,
+        reasons=reasons,
+        detail=detail,
+    )
     async with db.transaction():
-        await db.execute(
-            "INSERT INTO decisions (at, session_id, tool, outcome, reasons, detail) "
-            "VALUES (?, ?, ?, ?, ?, ?)",
-            (at, session_id, tool, outcome, json.dumps(list(reasons)), detail),
-        )
+        await db.execute(*statement)
         row = await db.fetchone("SELECT last_insert_rowid()")
     assert row is not None
     return int(row[0])

@@ -12,19 +12,34 @@ import time
 from collections.abc import Mapping
 from typing import Any
 
-from store.db import BridgeDatabase
+from store.db import BridgeDatabase, Statement
 
 __all__ = [
     "delete_device_config",
     "load_device_config",
     "load_device_configs",
     "save_device_config",
+    "save_device_config_statement",
 ]
 
 
 def _check_phone(phone: str) -> None:
     if len(phone) != 64:
         raise ValueError("a phone is identified by its 64-hex-character pubkey")
+
+
+def save_device_config_statement(
+    phone: str, config: Mapping[str, Any], *, now: int | None = None
+) -> Statement:
+    """`save_device_config` as a statement to run later; the same checks."""
+    _check_phone(phone)
+    text = json.dumps(dict(config), separators=(",", ":"))
+    return Statement(
+        "INSERT INTO device_config (phone, config, updated_at) VALUES (?, ?, ?) "
+        "ON CONFLICT (phone) DO UPDATE SET config = excluded.config, "
+        "updated_at = excluded.updated_at",
+        (phone, text, int(time.time()) if now is None else now),
+    )
 
 
 async def save_device_config(
@@ -37,14 +52,7 @@ async def save_device_config(
         TypeError: `config` is not JSON-serializable.
         StoreError: the database failed.
     """
-    _check_phone(phone)
-    text = json.dumps(dict(config), separators=(",", ":"))
-    await db.execute(
-        "INSERT INTO device_config (phone, config, updated_at) VALUES (?, ?, ?) "
-        "ON CONFLICT (phone) DO UPDATE SET config = excluded.config, "
-        "updated_at = excluded.updated_at",
-        (phone, text, int(time.time()) if now is None else now),
-    )
+    await db.execute(*save_device_config_statement(phone, config, now=now))
 
 
 async def load_device_config(db: BridgeDatabase, phone: str) -> dict[str, Any] | None:

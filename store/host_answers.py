@@ -13,21 +13,28 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from store.db import BridgeDatabase
+from store.db import BridgeDatabase, Statement
 
-__all__ = ["delete_answer", "load_answers", "save_answer"]
+__all__ = ["delete_answer", "load_answers", "save_answer", "save_answer_statement"]
+
+
+def save_answer_statement(
+    session_id: str, request_id: str, answer: dict[str, Any], now: int
+) -> Statement:
+    """`save_answer` as a statement to run later (in the commit of the decision)."""
+    return Statement(
+        "INSERT INTO host_answers (session_id, request_id, answer, created_at) "
+        "VALUES (?, ?, ?, ?) ON CONFLICT (session_id, request_id) "
+        "DO UPDATE SET answer = excluded.answer",
+        (session_id, request_id, json.dumps(answer, separators=(",", ":")), now),
+    )
 
 
 async def save_answer(
     db: BridgeDatabase, session_id: str, request_id: str, answer: dict[str, Any], now: int
 ) -> None:
     """Keep `answer` (a later answer to the same ask replaces it)."""
-    await db.execute(
-        "INSERT INTO host_answers (session_id, request_id, answer, created_at) "
-        "VALUES (?, ?, ?, ?) ON CONFLICT (session_id, request_id) "
-        "DO UPDATE SET answer = excluded.answer",
-        (session_id, request_id, json.dumps(answer, separators=(",", ":")), now),
-    )
+    await db.execute(*save_answer_statement(session_id, request_id, answer, now))
 
 
 async def load_answers(db: BridgeDatabase, session_id: str) -> list[tuple[str, dict[str, Any]]]:

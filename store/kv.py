@@ -12,9 +12,9 @@ from __future__ import annotations
 import time
 from typing import Final
 
-from store.db import BridgeDatabase
+from store.db import BridgeDatabase, Statement
 
-__all__ = ["MAX_KEY_LENGTH", "kv_delete", "kv_get", "kv_set"]
+__all__ = ["MAX_KEY_LENGTH", "kv_delete", "kv_get", "kv_set", "kv_set_statement"]
 
 MAX_KEY_LENGTH: Final = 256
 
@@ -31,6 +31,26 @@ async def kv_get(db: BridgeDatabase, key: str) -> str | None:
     return None if row is None else str(row[0])
 
 
+def kv_set_statement(key: str, value: str, *, now: int | None = None) -> Statement:
+    """`kv_set` as a statement to run later (in a `db.write` with others); the same checks.
+
+    Raises:
+        TypeError: `key` or `value` is not a `str`.
+        ValueError: `key` is empty or too long, or either is not valid Unicode (lone surrogates).
+    """
+    _check_key(key)
+    if not isinstance(value, str):
+        raise TypeError(f"kv value for {key!r} must be str, not {type(value).__name__}")
+    if not _is_encodable(value):
+        raise ValueError(f"kv value for {key!r} is not valid Unicode text (lone surrogates)")
+    updated_at = int(time.time()) if now is None else now
+    return Statement(
+        "INSERT INTO kv (key, value, updated_at) VALUES (?, ?, ?) "
+        "ON CONFLICT (key) DO UPDATE SET value = excluded.value, updated_at = excluded.updated_at",
+        (key, value, updated_at),
+    )
+
+
 async def kv_set(db: BridgeDatabase, key: str, value: str, *, now: int | None = None) -> None:
     """Store `value` under `key`, replacing any previous value.
 
@@ -45,17 +65,7 @@ async def kv_set(db: BridgeDatabase, key: str, value: str, *, now: int | None = 
         ValueError: `key` is empty or too long, or either is not valid Unicode (lone surrogates).
         StoreError: the database failed.
     """
-    _check_key(key)
-    if not isinstance(value, str):
-        raise TypeError(f"kv value for {key!r} must be str, not {type(value).__name__}")
-    if not _is_encodable(value):
-        raise ValueError(f"kv value for {key!r} is not valid Unicode text (lone surrogates)")
-    updated_at = int(time.time()) if now is None else now
-    await db.execute(
-        "INSERT INTO kv (key, value, updated_at) VALUES (?, ?, ?) "
-        "ON CONFLICT (key) DO UPDATE SET value = excluded.value, updated_at = excluded.updated_at",
-        (key, value, updated_at),
-    )
+    await db.execute(*kv_set_statement(key, value, now=now))
 
 
 async def kv_delete(db: BridgeDatabase, key: str) -> bool:

@@ -39,6 +39,7 @@ from bridge.control.client import (
 )
 from bridge.control.hosts import running_hosts
 from bridge.control.methods import DEFAULT_PAIR_WINDOW, MAX_WAIT, METHODS, parse_timestamp
+from bridge.control.pair_advice import is_local_only, unreachable_relays_advice
 from bridge.control.render import (
     format_duration,
     render_phones,
@@ -289,6 +290,7 @@ async def _pair_window(
             return _fail("the daemon's pairing answer is malformed; update codedeck-bridge")
         if as_json:
             _print_json({key: opened.get(key) for key in PAIR_JSON_KEYS}, out)
+            await _warn_if_unreachable(client, opened.get("relays"))
             return EXIT_OK
         expires = parse_timestamp(opened.get("expiresAt"))
         window.expires_at = (
@@ -302,6 +304,7 @@ async def _pair_window(
             out.write(f"({exc})\n")
         out.write(f"\n{url}\n\n")
         out.flush()
+        await _warn_if_unreachable(client, opened.get("relays"))
         countdown = asyncio.create_task(_countdown(window.expires_at, out))
         try:
             result = await _wait_for_phone(client, window.expires_at)
@@ -320,6 +323,29 @@ async def _pair_window(
         f"the pairing window ended ({reason}) before a phone paired; "
         "run `codedeck-bridge pair` again"
     )
+
+
+async def _warn_if_unreachable(client: ControlClient, relays: Any) -> None:
+    """On stderr, when no phone can reach any relay of the link: why, and the fix.
+
+    See :mod:`bridge.control.pair_advice`. The daemon is asked whether the relay is its
+    embedded one only then, as is the kernel for the LAN address.
+    """
+    if not isinstance(relays, list) or not all(isinstance(r, str) for r in relays):
+        return
+    shown = [safe_text(r, limit=200) for r in relays]
+    if not shown or not all(is_local_only(url) for url in shown):
+        return
+    status: Any = await client.status()
+    embedded = status.get("embeddedRelay") if isinstance(status, dict) else None
+    # Imported here: the embedded relay's module loads nostr-sdk, which `pair` otherwise skips.
+    from bridge.runtime.embedded_relay import lan_address
+
+    advice = unreachable_relays_advice(
+        shown, embedded_url=embedded if isinstance(embedded, str) else None, lan=lan_address()
+    )
+    if advice is not None:
+        print(advice, file=sys.stderr, flush=True)
 
 
 async def _wait_for_phone(client: ControlClient, expires_at: float) -> dict[str, Any]:

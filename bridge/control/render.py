@@ -19,8 +19,6 @@ from collections.abc import Mapping, Sequence
 from datetime import datetime
 from typing import Any, Final, TextIO
 
-import segno
-
 from bridge.control.methods import parse_timestamp
 
 __all__ = [
@@ -154,6 +152,8 @@ def render_qr(url: str, out: TextIO) -> str:
     Raises:
         ValueError: the URL is too long for any QR code.
     """
+    import segno  # only for `pair`: the daemon imports this package at every start
+
     try:
         code = segno.make(url, error="L", micro=False)
     except segno.DataOverflowError:

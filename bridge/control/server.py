@@ -3,7 +3,7 @@
 Security: the socket file has mode 0600 inside the 0700 home, and every connection's peer
 credentials (``SO_PEERCRED``) must be our own uid (or root's), so only the user who runs the
 daemon can drive it. Why bind-then-rename instead of changing the umask around ``bind``: the
-umask is process-wide, and the daemon has other threads (aiosqlite's, the executor's) that may
+umask is process-wide, and the daemon has other threads (the store's, the executor's) that may
 create files or directories at that moment. So the socket is bound under a temporary name in the
 private home, chmod-ed to 0600, and renamed over ``control.sock``: the final path never exists
 with any other mode. ``asyncio.start_unix_server(path=…)`` is not used because it silently

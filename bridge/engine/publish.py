@@ -225,6 +225,8 @@ class PublishPlanner:
         now: float,
         machine: str,
         cid: str,
+        *,
+        text: str | None = None,
     ) -> list[PlannedEvent]:
         """The events carrying ``message`` to every phone of ``audience``.
 
@@ -234,6 +236,10 @@ class PublishPlanner:
             now: The wall clock, in Unix seconds.
             machine: The heartbeat's ``d`` tag (the configured machine name).
             cid: The ``chunk`` group id, used only when the message must be fragmented.
+            text: ``message`` already encoded, by a caller that built the text from parts that
+                were validated before (a ``sync-chunk`` from stored transcript lines, which
+                would otherwise be decoded and encoded again, line by line); ``message`` then
+                only gives the kind and the tags. Not for a heartbeat.
 
         Returns:
             Phone after phone, the message's event (or its fragments, in index order); all share
@@ -247,10 +253,13 @@ class PublishPlanner:
         """
         kind = kind_for(message)
         if isinstance(message, SessionsMessage):
+            if text is not None:
+                raise ValueError("a heartbeat is always encoded (and fitted) here")
             message, text = _fit(message, HEARTBEAT_MAX_BYTES)
             parts = [text]
         else:
-            text = encode(message)
+            if text is None:
+                text = encode(message)
             parts = split(text, cid=cid)
         phones = list(dict.fromkeys(audience))
         if not phones:

@@ -24,8 +24,13 @@ during an attempt, OPEN while its connection is up and CLOSED while it waits to 
 * Every delivered event was verified by the connection (id and signature). The pool drops
   duplicates by id across relays and subscriptions with an LRU of the last ``seen_capacity``
   ids, so memory stays bounded however long the daemon runs.
-* Backoff (see :mod:`bridge.nostr.backoff`) is per link and resets on EOSE and on an
-  accepted publish: proof that the relay works again.
+* Backoff (see :mod:`bridge.nostr.backoff`: 1, 2, then 3 s at most, so a relay that returns
+  after an outage of any length is dialled again within 3 s) is per link and resets on EOSE and
+  on an accepted publish: proof that the relay works again.
+* :meth:`RelayPool.reconnect_now` (called when the machine wakes from suspend, see
+  :mod:`bridge.runtime.wake`) resets every link's backoff, cuts a sleeping delay short, abandons
+  an attempt under way and drops every open connection without a closing handshake, then
+  reconnects each relay at once (its docstring says why a forced reconnect, not a ping probe).
 * A subscription the relay ends with ``CLOSED "error: …"`` or ``"rate-limited: …"`` is sent
   again after the link's next backoff delay; other CLOSED reasons would only be refused
   again, so such a subscription waits for the next reconnect (``auth-required:`` is handled
@@ -62,7 +67,7 @@ from bridge.nostr.relay import (
     RelayConnectionError,
     RelayEventReceived,
 )
-from bridge.tasks import TaskSet
+from bridge.tasks import TaskSet, race
 
 __all__ = [
     "FiltersFactory",
@@ -151,6 +156,10 @@ class _Link:
         self.next_attempt_at: float | None = None
         self.last_event_at: float | None = None
         self.attempt_done = asyncio.Event()
+        self.hurry = asyncio.Event()
+        """Set by :meth:`RelayPool.reconnect_now`: skip (or cut short) the backoff delay."""
+        self.handshake: asyncio.Timeout | None = None
+        """The deadline of the connect under way, if any (:meth:`RelayPool.reconnect_now`)."""
         self.trailing = 0
         """This relay's sends still waiting for an OK after their publish returned."""
         self.resubscribes: TaskSet
@@ -311,6 +320,32 @@ class RelayPool:
     def status(self) -> tuple[RelayStatus, ...]:
         """A snapshot of every relay, in the order the URLs were given."""
         return tuple(link.status() for link in self._links.values())
+
+    def reconnect_now(self, reason: str) -> None:
+        """Reset every relay's backoff and reconnect each one at once, dropping open connections.
+
+        For a machine that woke from suspend. A connection open across a suspend usually looks
+        open but is dead (the relay gave up on its pings, or a NAT forgot it) and no FIN or RST
+        reached us; keepalive would notice after ``ping_interval`` + ``ping_timeout`` (up to
+        40 s). A ping probe would cost its timeout in exactly that common case to spare one cheap
+        reconnect in the rare one (a short nap, a loopback relay), and an answered ping does not
+        prove the relay kept our subscriptions. So every connection is dropped without a closing
+        handshake (which would wait ``close_timeout`` for a peer that is gone) and replaced: the
+        subscriptions are replayed from their cursors (nothing sent while we slept is lost) and
+        ``on_open`` is called (the outbox is re-sent). A link sleeping a backoff delay wakes; an
+        attempt under way is abandoned (its SYN may predate the suspend) and made again.
+        A no-op on a closed pool.
+        """
+        if self._closed:
+            return
+        logger.info("= reconnecting every relay now: %s", reason)
+        for link in self._links.values():
+            link.reset_backoff()
+            link.hurry.set()
+            if link.handshake is not None:
+                link.handshake.reschedule(asyncio.get_running_loop().time())
+            if link.connection is not None:
+                link.connection.abort(reason)
 
     # --- publish / subscribe --------------------------------------------------------------------
 
@@ -493,14 +528,17 @@ class RelayPool:
         """Connect, replay, wait for the end, back off; until cancelled by :meth:`close`."""
         try:
             while True:
+                link.hurry.clear()
                 await self._attempt(link)
+                if link.hurry.is_set():
+                    continue  # reconnect_now(): no delay
                 link.failures += 1
                 delay = next(link.delays)
                 link.next_attempt_at = self._clock() + delay
                 logger.info(
                     "= %s reconnecting in %.1fs (%s)", link.url, delay, link.last_error or "closed"
                 )
-                await asyncio.sleep(delay)
+                await race(link.hurry.wait(), timeout=delay)
                 link.next_attempt_at = None
         finally:
             link.state = RelayState.CLOSED
@@ -524,14 +562,22 @@ class RelayPool:
             **self._connection_options,
         )
         try:
-            await connection.connect()
-        except RelayConnectionError as exc:
+            # reconnect_now() moves this deadline to now, abandoning a handshake that may hang
+            # on a socket from before a suspend (connect() itself raises no TimeoutError).
+            async with asyncio.timeout(None) as link.handshake:
+                await connection.connect()
+        except (RelayConnectionError, TimeoutError) as exc:
+            connection.abort("reconnecting now")
+            await connection.close()
             link.last_error = connection.close_reason or str(exc)
-            logger.info("! %s", exc)
+            logger.info("! %s: %s", link.url, link.last_error)
             link.state = RelayState.CLOSED
             link.attempt_done.set()
             self._notify_state()
             return
+        finally:
+            link.handshake = None
+        link.hurry.clear()
         try:
             link.connection = connection
             link.connected_at = self._clock()

@@ -342,6 +342,24 @@ class RelayConnection:
             await self._tasks.close()
             self._mark_closed(self.close_reason or "closed by us")
 
+    def abort(self, reason: str) -> None:
+        """End the connection at once, without the closing handshake (idempotent).
+
+        For a connection that may be dead without a FIN having arrived, as after a suspend:
+        :meth:`close` would wait ``close_timeout`` for a closing frame from a peer that is gone.
+        Here the TCP connection is dropped, pending publishes finish as NOT_CONNECTED and
+        :meth:`wait_closed` returns; :meth:`close` afterwards reaps the reader without waiting.
+        A connection still connecting is marked closed: its handshake, if it ever finishes, is
+        closed and :meth:`connect` raises (interrupting a hanging handshake is the caller's
+        business: cancel :meth:`connect`).
+        """
+        if self._state is ConnectionState.CLOSED:
+            return
+        ws = self._ws
+        self._mark_closed(reason)
+        if ws is not None:
+            ws.transport.abort()
+
     async def wait_closed(self) -> None:
         """Return once the connection has ended, for whatever reason. Cancel-safe."""
         await self._closed.wait()
@@ -552,7 +570,7 @@ class RelayConnection:
         except ConnectionClosedOK:
             self.close_reason = self.close_reason or _close_text(ws)
         except ConnectionClosed as exc:
-            self.close_reason = _describe_close(exc)
+            self.close_reason = self.close_reason or _describe_close(exc)  # abort() set one
         except Exception:
             # A bug in frame handling, not relay behaviour: say so loudly and end the
             # connection; the pool closes it and reconnects.

@@ -17,7 +17,8 @@ Around them, one job per module: ``clock`` (wall time for ``created_at``, monoto
 runs in a session host that outlives the daemon: adopting, spawning, following its journal),
 ``errands`` (folder scans, model lists, uploads), ``control_handler`` (the local socket's
 methods), ``periodic`` (supervised timers), ``sdnotify`` (systemd readiness, status, watchdog),
-``embedded_relay`` (the built-in relay and its policy registry), ``registration`` (the private
+``embedded_relay`` (the built-in relay, :mod:`bridge.relay`, on its own thread, and the registry
+its policy asks), ``wake`` (a suspend noticed on the clocks: reconnect at once), ``registration`` (the private
 relay's admin API), ``git_commits`` (commit notices of a session's repository). Every background
 task is spawned through :class:`bridge.tasks.TaskSet`.
 """

@@ -28,7 +28,6 @@ from collections.abc import Awaitable, Callable
 from typing import Final
 from urllib.parse import urljoin, urlsplit
 
-import aiohttp
 from cryptography.exceptions import InvalidTag
 from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 
@@ -76,6 +75,8 @@ def make_http_fetcher(*, ssl_context: ssl.SSLContext | None = None) -> Fetcher:
     """
 
     async def fetch(url: str, max_bytes: int) -> bytes:
+        import aiohttp  # only when a Blossom image is fetched: ~0.2 s off every daemon start
+
         async with aiohttp.ClientSession(trust_env=False) as session:
             for _ in range(MAX_REDIRECTS + 1):
                 if not _is_https(url):

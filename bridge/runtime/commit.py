@@ -1,12 +1,23 @@
 """The commit: the one place where the engine's store operations become store calls.
 
 Rule 1 of :mod:`bridge.engine.effects`: a ``Commit`` is ONE SQLite transaction, and nothing after
-it runs before it is durable. :meth:`Committer.commit` applies every operation of the commit in
-order, writes the commit's durable replies to the outbox in the same transaction, and only then
-hands those replies to the sender. So a command's ``MarkProcessed``, its state change, its inbox
-row and its ``input-ack`` are all durable together, or none of them is.
+it runs before it is durable. :meth:`Committer.commit` turns every operation of the commit into
+its statements, in order, adds the commit's durable replies as outbox rows, runs them all as one
+transaction, and only then hands those replies to the sender. So a command's ``MarkProcessed``,
+its state change, its inbox row and its ``input-ack`` are all durable together, or none of them
+is.
 
-The mapping from operation to store function is a ``match`` over the closed :data:`StoreOp` union
+Group commit. The engine loop may hand several commits at once (:meth:`Committer.prepare` each,
+:meth:`Committer.write` the group, :meth:`Committer.release` each): they are ONE transaction, so
+either all of them are durable or none is, and nothing any of them sends leaves before all are.
+That only ever delays a reply; it cannot send one early. It is what makes a busy session's
+thousands of transcript lines a few transactions instead of thousands.
+
+One trip. The whole transaction is built first (the statements are plain values) and runs in one
+trip to the store's connection thread (``BridgeDatabase.write``): the trips, not SQLite, were the
+cost (one per statement before, five for a transcript line).
+
+The mapping from operation to statements is a ``match`` over the closed :data:`StoreOp` union
 ending in ``assert_never``: an operation added to the engine and forgotten here is a type error,
 never a write skipped silently inside a transaction that still commits.
 
@@ -23,7 +34,8 @@ before they are written, so no later log line can show them.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass
 from typing import assert_never
 
 from bridge.engine.effects import (
@@ -51,98 +63,111 @@ from bridge.engine.effects import (
     StoreOp,
 )
 from bridge.logs import register_secret
-from bridge.runtime.outbound import Outbound
+from bridge.runtime.outbound import Outbound, SealedEvent
 from store import accounts as accounts_store
-from store import bridge_state, host_answers
+from store import bridge_state as state
 from store import decisions as decisions_store
 from store import device_config as device_config_store
-from store.db import BridgeDatabase
+from store import host_answers
+from store.db import BridgeDatabase, Statement
 
-__all__ = ["CommitFailed", "Committer", "apply_op"]
+__all__ = ["CommitFailed", "Committer", "PreparedCommit", "op_statements"]
 
 
 class CommitFailed(Exception):
     """A commit could not be made durable; the transaction was rolled back."""
 
 
-async def apply_op(db: BridgeDatabase, op: StoreOp, now: int) -> None:
-    """Perform one store operation (the caller holds the transaction)."""
+def op_statements(op: StoreOp, now: int) -> list[Statement]:
+    """The statements of one store operation (run inside the commit's transaction)."""
     match op:
         case MarkProcessed():
-            await bridge_state.mark_processed(db, op.event_id, op.created_at)
+            return state.mark_processed_statements(op.event_id, op.created_at)
         case AdvanceCursor():
-            await bridge_state.set_cursor(db, op.last_seen)
+            return state.set_cursor_statements(op.last_seen, now)
         case SavePhone():
             phone = op.phone
-            await bridge_state.save_phone(
-                db, phone.pubkey, phone.npub, phone.label, phone.paired_at
+            return state.save_phone_statements(
+                phone.pubkey, phone.npub, phone.label, phone.paired_at
             )
         case DeletePhone():
-            await bridge_state.delete_phone(db, op.pubkey)
+            return state.delete_phone_statements(op.pubkey)
         case SaveSession():
             record = op.record
-            await bridge_state.save_session(db, record.session_id, dataclasses.asdict(record))
+            return state.save_session_statements(record.session_id, dataclasses.asdict(record))
         case DeleteSession():
-            await bridge_state.delete_session(db, op.session_id)
+            return state.delete_session_statements(op.session_id)
         case AddTombstone():
-            await bridge_state.add_tombstone(db, op.session_id)
+            return state.add_tombstone_statements(op.session_id)
         case AppendTranscript():
             text = op.entry.model_dump_json(exclude_none=True)
-            await bridge_state.append_transcript(db, op.session_id, op.seq, text)
+            return state.append_transcript_statements(op.session_id, op.seq, text)
         case DeleteTranscript():
-            await bridge_state.delete_transcript(db, op.session_id)
+            return state.delete_transcript_statements(op.session_id)
         case AddInbox():
-            await bridge_state.add_inbox(db, op.uid, op.session_id, op.text, op.input_id, now)
+            return state.add_inbox_statements(op.uid, op.session_id, op.text, op.input_id, now)
         case PruneProcessed():
-            await bridge_state.prune_processed(db, op.before)
+            return state.prune_processed_statements(op.before)
         case SaveProviderProfile():
             if token := op.record.get("authToken"):
                 register_secret(str(token))
-            await accounts_store.save_provider_profile(db, op.profile_id, op.record)
+            return [accounts_store.save_provider_profile_statement(op.profile_id, op.record)]
         case DeleteProviderProfile():
-            await accounts_store.delete_provider_profile(db, op.profile_id)
+            return [accounts_store.delete_provider_profile_statement(op.profile_id)]
         case SetCredential():
             if op.value:
                 register_secret(op.value)
-            await accounts_store.set_credential(db, op.name, op.value)
+            return [accounts_store.set_credential_statement(op.name, op.value)]
         case SaveDeviceConfig():
-            await device_config_store.save_device_config(db, op.phone, op.config)
+            return [device_config_store.save_device_config_statement(op.phone, op.config)]
         case RecordDecision():
-            await decisions_store.record_decision(
-                db,
-                at=op.at,
-                session_id=op.session_id,
-                tool=op.tool,
-                outcome=op.outcome,
-                reasons=op.reasons,
-                detail=op.detail,
-            )
+            return [
+                decisions_store.record_decision_statement(
+                    at=op.at,
+                    session_id=op.session_id,
+                    tool=op.tool,
+                    outcome=op.outcome,
+                    reasons=op.reasons,
+                    detail=op.detail,
+                )
+            ]
         case SaveAgentCursor():
-            await bridge_state.set_agent_cursor(db, op.session_id, op.seq)
+            return state.set_agent_cursor_statements(op.session_id, op.seq)
         case MarkInboxTaken():
-            await bridge_state.mark_inbox_taken(db, op.uid)
+            return state.mark_inbox_taken_statements(op.uid)
         case RemoveInbox():
-            await bridge_state.remove_inbox(db, op.uids)
+            return state.remove_inbox_statements(op.uids)
         case SaveAnswer():
             answer = op.answer
-            await host_answers.save_answer(
-                db,
-                answer.session_id,
-                answer.request_id,
-                {
-                    "allow": answer.allow,
-                    "message": answer.message,
-                    "always": answer.always,
-                    "updated_input": answer.updated_input,
-                },
-                now,
-            )
+            return [
+                host_answers.save_answer_statement(
+                    answer.session_id,
+                    answer.request_id,
+                    {
+                        "allow": answer.allow,
+                        "message": answer.message,
+                        "always": answer.always,
+                        "updated_input": answer.updated_input,
+                    },
+                    now,
+                )
+            ]
         case _:
             assert_never(op)
 
 
+@dataclass(frozen=True, slots=True)
+class PreparedCommit:
+    """A commit turned into its statements and sealed replies: CPU work done, nothing written."""
+
+    commit: Commit
+    statements: tuple[Statement, ...]
+    sealed: tuple[SealedEvent, ...]
+    """The durable replies, signed; their outbox rows are among :attr:`statements`."""
+
+
 class Committer:
-    """Applies the engine's commits.
+    """Applies the engine's commits, one or a group of them per transaction.
 
     Args:
         db: the bridge database.
@@ -165,6 +190,7 @@ class Committer:
         self._clock = clock
         self._on_cursor = on_cursor
         self.commits = 0
+        self.transactions = 0
 
     async def commit(self, commit: Commit) -> None:
         """Make `commit` durable, then send its replies.
@@ -172,22 +198,63 @@ class Committer:
         Raises:
             CommitFailed: the transaction was rolled back (the cause is chained).
         """
-        # Sealing is CPU only and needs no transaction; a failure here is a bug, and it too
-        # leaves the store untouched.
+        prepared = self.prepare(commit)
+        await self.write([prepared])
+        self.release(prepared)
+
+    def prepare(self, commit: Commit) -> PreparedCommit:
+        """Seal the durable replies and build the statements; CPU only, nothing is written.
+
+        Sealing needs no transaction; a failure here is a bug, and it leaves the store
+        untouched. The engine loop prepares each commit of a group where the commit stands in
+        its effects, so replies are sealed in effect order.
+        """
         sealed = [s for p in commit.outbox for s in self._outbound.seal(p, durable=True)]
         now = int(self._clock())
+        statements = [st for op in commit.ops for st in op_statements(op, now)]
+        statements.extend(self._outbound.outbox_statements(sealed, now))
+        return PreparedCommit(commit, tuple(statements), tuple(sealed))
+
+    async def write(self, prepared: Sequence[PreparedCommit]) -> None:
+        """Make every prepared commit durable, in order, in ONE transaction (one trip).
+
+        Either all of them are durable afterwards, or none: the group is one transaction. What
+        they send is sent by :meth:`release`, by the caller, once this returned.
+
+        Raises:
+            CommitFailed: the transaction was rolled back (the cause is chained).
+        """
+        await self.finish(prepared, self.start(prepared))
+
+    def start(self, prepared: Sequence[PreparedCommit]) -> Awaitable[None]:
+        """:meth:`write`, handed to the store's thread now; pass the result to :meth:`finish`.
+
+        For the engine loop, which seals the group's publishes while the transaction runs.
+        """
+        statements = [st for item in prepared for st in item.statements]
+        return self._db.start_write(statements)
+
+    async def finish(self, prepared: Sequence[PreparedCommit], writing: Awaitable[None]) -> None:
+        """Wait for a :meth:`start` ed write.
+
+        Raises:
+            CommitFailed: the transaction was rolled back (the cause is chained).
+        """
         try:
-            async with self._db.transaction():
-                for op in commit.ops:
-                    await apply_op(self._db, op, now)
-                await self._outbound.queue_durable(sealed)
+            await writing
         except Exception as exc:
-            kinds = ", ".join(sorted({type(op).__name__ for op in commit.ops})) or "no operations"
-            raise CommitFailed(f"a commit of {kinds} failed: {type(exc).__name__}: {exc}") from exc
-        self.commits += 1
-        self._outbound.send(sealed)
+            kinds = {type(op).__name__ for item in prepared for op in item.commit.ops}
+            names = ", ".join(sorted(kinds)) or "no operations"
+            count = f"{len(prepared)} commits" if len(prepared) > 1 else "a commit"
+            raise CommitFailed(f"{count} of {names} failed: {type(exc).__name__}: {exc}") from exc
+        self.commits += len(prepared)
+        self.transactions += 1
+
+    def release(self, prepared: PreparedCommit) -> None:
+        """A written commit: send its replies, tell the runners which records are durable."""
+        self._outbound.send(list(prepared.sealed))
         if self._on_cursor is not None:
             # Only now may a session host forget these records (it trims its journal).
-            for op in commit.ops:
+            for op in prepared.commit.ops:
                 if isinstance(op, SaveAgentCursor):
                     self._on_cursor(op.session_id, op.seq)

@@ -88,6 +88,7 @@ from bridge.runtime.registration import RegistrationError, RelayRegistration, re
 from bridge.runtime.runners import DatabaseHostStore, RunnerManager
 from bridge.runtime.sdnotify import Notifier, StatusReporter, run_watchdog, watchdog_interval
 from bridge.runtime.subscriptions import Subscriptions
+from bridge.runtime.wake import watch_wakes
 from bridge.tasks import TaskSet, race
 from store import bridge_state
 from store.db import BridgeDatabase, open_bridge_db
@@ -284,6 +285,8 @@ class Daemon:
             except ControlSocketError as exc:
                 raise DaemonError(str(exc)) from None
             await pool.start()
+            # After a suspend the relays are dialled at once, not when the backoff says.
+            self.tasks.spawn(watch_wakes(lambda _: pool.reconnect_now("woke up")), "the wake watch")
             self.outbound.start(pool)
             await subscriptions.refresh()
             # No outbox retry here: each relay's first open re-sends what it is missing.
@@ -379,7 +382,7 @@ class Daemon:
             host,
             port,
             registry=registry,
-            lmdb_dir=self.settings.home / RELAY_DIR_NAME,
+            database_dir=self.settings.home / RELAY_DIR_NAME,
             clock=self.clock.wall,
         )
         try:

@@ -1,32 +1,44 @@
-"""The embedded relay: a real relay (rust-nostr's LocalRelay) run inside the daemon.
+"""The embedded relay: the project's own relay (:mod:`bridge.relay`) run inside the daemon.
 
 With no relay configured the bridge serves its own, so a first run works with no account and no
 third party: ``127.0.0.1:7777`` for this machine, or ``0.0.0.0:7777`` to serve a phone on the LAN.
-Events are kept in an LMDB database under the bridge home, so stored responses (4516) and the
-heartbeat (30515) survive a restart of the daemon like they would on any relay.
+Events are kept in SQLite under the bridge home (``relay/events.sqlite3``), so stored responses
+(4516) and the heartbeat (30515) survive a restart of the daemon like they would on any relay.
 
 Only the bridge and its paired phones may write (a private relay): the write policy asks an
-``admit`` callback, which the daemon answers from its own state. The policy runs on the daemon's
-event loop; anything it raises becomes a reject (an exception escaping into nostr-sdk would abort
-the whole process).
+``admit`` callback, which the daemon answers from its own state through relaypolicy.
+
+The relay runs on a thread of its own with its own event loop: the daemon's work (a commit, a
+signature) never delays a phone's frames, and the relay's SQLite calls and signature checks
+release the GIL, so on a machine with two cores the two overlap. The policy is called on the
+relay's thread; what it reads of the daemon (the paired phones, the pairing window) are single
+dictionary and attribute reads.
+
+rust-nostr's LocalRelay served this role first; it had four defects measured against this
+daemon (Nagle's delay, hang-ups past ~6,000 events a minute, incomplete stored answers, paired
+phones blocked after a burst) — see ``docs/BENCHMARKS.md`` and ARCHITECTURE §7.
 """
 
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import contextlib
+import errno
 import ipaddress
-import json
 import logging
-import re
 import socket
+import threading
+import time
 from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
-from typing import Any
 
-import nostr_sdk
-
+from bridge import __version__
 from bridge.engine.core import Engine
+from bridge.relay.server import Admit, RelayServer
+from bridge.relay.storage import EventStore
+from relaypolicy.config import DEFAULT_CONFIG
 from relaypolicy.embedded import EmbeddedPolicy
 from relaypolicy.pipeline import RelayPolicy
 from relaypolicy.registry import PubkeyRegistry
@@ -38,7 +50,6 @@ __all__ = [
     "EngineRegistry",
     "lan_address",
     "private_relay",
-    "shutdown_local_relay",
 ]
 
 logger = logging.getLogger(__name__)
@@ -46,38 +57,13 @@ logger = logging.getLogger(__name__)
 AdmitDecision = tuple[bool, str]
 """(accepted, reason); the reason is the OK message's text after ``blocked:``."""
 
-Admit = Callable[[dict[str, Any], str], AdmitDecision]
-"""(event as a NIP-01 dict, source ip) → decision. Synchronous: it must not block."""
-
-_NIP01_PREFIX = re.compile(
-    r"(?:duplicate|pow|blocked|rate-limited|invalid|restricted|mute|error|auth-required): "
-)
+DATABASE_NAME = "events.sqlite3"
+_OLD_LMDB_FILES = ("data.mdb", "lock.mdb")
+STOP_WAIT_SECONDS = 10.0
 
 
 class EmbeddedRelayError(Exception):
     """The embedded relay could not start (address in use, bad address, database)."""
-
-
-def _source_ip(socket_addr: str) -> str:
-    host = socket_addr.rsplit(":", 1)[0] if ":" in socket_addr else socket_addr
-    return host.strip("[]")
-
-
-class _WritePolicy(nostr_sdk.WritePolicy):  # type: ignore[misc]
-    def __init__(self, admit: Admit) -> None:
-        self._admit = admit
-
-    async def admit_event(self, event: Any, socket_addr: str) -> Any:
-        result = nostr_sdk.WritePolicyResult
-        try:
-            accepted, reason = self._admit(json.loads(event.as_json()), _source_ip(socket_addr))
-        except Exception:
-            logger.exception("! embedded relay: write policy failed; rejecting the event")
-            return result.REJECT("internal error")
-        if accepted:
-            return result.ACCEPT()
-        # nostr-sdk always prefixes "blocked: "; avoid "blocked: restricted: …".
-        return result.REJECT(_NIP01_PREFIX.sub("", reason, count=1))
 
 
 def lan_address() -> str | None:
@@ -95,15 +81,28 @@ def lan_address() -> str | None:
     return None if ipaddress.ip_address(address).is_loopback else address
 
 
+def _forget_lmdb(directory: Path) -> None:
+    """Remove the store of the previous embedded relay (LocalRelay's LMDB) from this home.
+
+    It held only what relays carry (hour-long responses, the heartbeat the daemon re-publishes
+    at start), and its memory map reserves a large sparse file.
+    """
+    for name in _OLD_LMDB_FILES:
+        old = directory / name
+        if old.exists():
+            old.unlink()
+            logger.info("embedded relay: removed the previous relay's store %s", old)
+
+
 class EmbeddedRelay:
-    """A LocalRelay bound to `host`:`port` with a write policy, optionally persistent.
+    """The relay bound to `host`:`port` with a write policy, on a thread of its own.
 
     Args:
         host: the address to bind (an IP address).
         port: the port; 0 picks a free one.
-        admit: the write policy (see :data:`Admit`); ``None`` admits everything.
-        lmdb_dir: keep events in an LMDB database there; ``None`` keeps them in memory.
-        notes_per_minute / max_reqs: per-connection rate limits.
+        admit: the write policy (see :data:`~bridge.relay.server.Admit`); ``None`` admits all.
+        database_dir: keep events in SQLite there; ``None`` keeps them in memory.
+        clock: unix seconds (``created_at`` checks, NIP-40 expiry).
     """
 
     def __init__(
@@ -112,21 +111,26 @@ class EmbeddedRelay:
         port: int,
         *,
         admit: Admit | None = None,
-        lmdb_dir: Path | None = None,
-        notes_per_minute: int = 6_000,
-        max_reqs: int = 500,
+        database_dir: Path | None = None,
+        clock: Callable[[], float] | None = None,
     ) -> None:
         self.host = host
         self.port = port
         self._admit = admit
-        self._lmdb_dir = lmdb_dir
-        self._database: Any = None
-        self._rate_limit = nostr_sdk.RateLimit(max_reqs=max_reqs, notes_per_minute=notes_per_minute)
-        self._relay: Any = None
+        self._database_dir = database_dir
+        self._clock = clock or time.time
+        self._thread: threading.Thread | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._server: RelayServer | None = None
 
     @property
     def running(self) -> bool:
-        return self._relay is not None
+        return self._server is not None
+
+    @property
+    def server(self) -> RelayServer | None:
+        """The relay itself, for statistics (owned by the relay's thread: read, never call)."""
+        return self._server
 
     @property
     def local_url(self) -> str:
@@ -148,89 +152,85 @@ class EmbeddedRelay:
 
     async def start(self) -> None:
         """Bind and serve. Raises :class:`EmbeddedRelayError` with the fix when it cannot."""
-        if self._relay is not None:
+        if self._server is not None:
             return
-        nostr_sdk.uniffi_set_event_loop(asyncio.get_running_loop())
-        if self._lmdb_dir is not None and self._database is None:
-            self._lmdb_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
-            try:
-                self._database = await nostr_sdk.NostrLmdb.open(str(self._lmdb_dir))
-            except nostr_sdk.NostrSdkError as exc:
-                raise EmbeddedRelayError(
-                    f"cannot open the embedded relay's database {self._lmdb_dir}: {exc}"
-                ) from None
-        builder = nostr_sdk.LocalRelayBuilder().addr(self.host).rate_limit(self._rate_limit)
-        if self.port:  # without a port the relay picks a free one and reports it in url()
-            builder = builder.port(self.port)
-        if self._database is not None:
-            builder = builder.database(self._database)
-        if self._admit is not None:
-            builder = builder.write_policy(_WritePolicy(self._admit))
-        relay = builder.build()
+        started: concurrent.futures.Future[RelayServer] = concurrent.futures.Future()
+        self._thread = threading.Thread(
+            target=self._run, args=(started,), name="embedded-relay", daemon=True
+        )
+        self._thread.start()
         try:
-            await relay.run()
-        except nostr_sdk.NostrSdkError as exc:
-            detail = str(exc)
+            server = await asyncio.wrap_future(started)
+        except OSError as exc:
+            await asyncio.to_thread(self._thread.join)
+            self._thread = None
             hint = (
                 "another program uses that port; stop it or choose --embedded-relay HOST:PORT"
-                if "in use" in detail
+                if exc.errno == errno.EADDRINUSE
                 else "check --embedded-relay"
             )
             raise EmbeddedRelayError(
-                f"the embedded relay cannot listen on {self.host}:{self.port} ({detail}); {hint}"
+                f"the embedded relay cannot listen on {self.host}:{self.port} "
+                f"({exc.strerror or exc}); {hint}"
             ) from None
-        url = str(await relay.url())
-        self.port = int(url.rstrip("/").rsplit(":", 1)[1])
-        self._relay = relay
+        except Exception as exc:  # the database
+            await asyncio.to_thread(self._thread.join)
+            self._thread = None
+            raise EmbeddedRelayError(
+                f"cannot open the embedded relay's database in {self._database_dir}: {exc}"
+            ) from None
+        self.port = server.port
+        self._server = server
         logger.info("embedded relay listening on %s:%d", self.host, self.port)
+
+    def _run(self, started: concurrent.futures.Future[RelayServer]) -> None:
+        """The relay thread: open the store, listen, serve until :meth:`stop`."""
+        loop = asyncio.new_event_loop()
+        self._loop = loop
+        store: EventStore | None = None
+        try:
+            if self._database_dir is not None:
+                self._database_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
+                _forget_lmdb(self._database_dir)
+                store = EventStore(self._database_dir / DATABASE_NAME)
+            else:
+                store = EventStore(None)
+            server = RelayServer(
+                self.host,
+                self.port,
+                store=store,
+                admit=self._admit,
+                clock=self._clock,
+                version=__version__,
+            )
+            loop.run_until_complete(server.start())
+        except BaseException as exc:
+            if store is not None:
+                store.close()
+            loop.close()
+            started.set_exception(exc)
+            return
+        started.set_result(server)
+        try:
+            loop.run_forever()
+            loop.run_until_complete(server.close())
+        finally:
+            store.close()
+            loop.close()
 
     async def stop(self) -> None:
         """Close the listener and drop every connection (idempotent)."""
-        relay, self._relay = self._relay, None
-        if relay is not None:
-            probe = "127.0.0.1" if self.host in ("0.0.0.0", "::") else self.host
-            if not await shutdown_local_relay(relay, probe, self.port):
-                logger.warning("! embedded relay on port %d still accepts connections", self.port)
+        loop, thread, self._server = self._loop, self._thread, None
+        self._thread = None
+        if loop is None or thread is None:
+            return
+        with contextlib.suppress(RuntimeError):  # the loop is already closed
+            loop.call_soon_threadsafe(loop.stop)
+        await asyncio.to_thread(thread.join, STOP_WAIT_SECONDS)
+        if thread.is_alive():
+            logger.warning("! embedded relay on port %d did not stop in time", self.port)
+        else:
             logger.info("embedded relay stopped")
-
-
-SETTLE_SECONDS = 0.05
-STOP_WAIT_SECONDS = 5.0
-
-
-async def _accepts(host: str, port: int) -> bool:
-    try:
-        _, writer = await asyncio.open_connection(host, port)
-    except OSError:
-        return False
-    writer.close()
-    with contextlib.suppress(OSError):
-        await writer.wait_closed()
-    return True
-
-
-async def shutdown_local_relay(relay: Any, host: str, port: int) -> bool:
-    """Stop a LocalRelay for sure; True once its port refuses connections.
-
-    ``LocalRelay.shutdown()`` is a one-shot signal that tasks starting late miss (measured: the
-    listener ignores it about 1 time in 8 right after ``run()`` or under load, and a connection
-    whose handshake just finished keeps being served). Calling it again reaches them, so: settle,
-    call it every 20 ms until the port refuses, then once more for late connection handlers.
-    """
-    loop = asyncio.get_running_loop()
-    await asyncio.sleep(SETTLE_SECONDS)
-    deadline = loop.time() + STOP_WAIT_SECONDS
-    stopped = False
-    while True:
-        relay.shutdown()
-        await asyncio.sleep(0.02)
-        if not await _accepts(host, port):
-            stopped = True
-            break
-        if loop.time() > deadline:
-            break
-    relay.shutdown()
-    return stopped
 
 
 # --- the daemon's registry, as the relay policy asks it ----------------------------------------
@@ -242,6 +242,10 @@ class EngineRegistry:
     Registered writers are the bridge itself and its paired phones; the bridge has a pairing
     window while the engine holds one. Nothing is copied, so nothing can fall out of step. Until
     the engine exists (the relay starts first) only the bridge is registered.
+
+    Called on the relay's thread while the engine runs on the daemon's: each answer is one
+    dictionary lookup or attribute read, which the GIL makes atomic. Keep it that way (nothing
+    here may iterate the engine's state, which the daemon's thread may be changing).
     """
 
     def __init__(self, bridge_pubkey: str, engine: Callable[[], Engine | None]) -> None:
@@ -264,11 +268,17 @@ def private_relay(
     port: int,
     *,
     registry: PubkeyRegistry,
-    lmdb_dir: Path,
+    database_dir: Path,
     clock: Callable[[], float],
 ) -> EmbeddedRelay:
     """The embedded relay with the private relay's own write policy (relaypolicy): only the
     registered writers may write, and the pairing window while one is open (rate-limited per
-    IP, like the deployed relay)."""
-    policy = EmbeddedPolicy(RelayPolicy(registry), clock=clock)
-    return EmbeddedRelay(host, port, admit=policy.admit, lmdb_dir=lmdb_dir)
+    IP, like the deployed relay).
+
+    Without the per-writer rate limit of the deployed relay: the only writers are this bridge
+    and the owner's paired phones, and throttling them here only refuses a phone's burst of
+    sync acks or the bridge's own live output (what the previous embedded relay did).
+    """
+    config = replace(DEFAULT_CONFIG, writer_per_pubkey=None)
+    policy = EmbeddedPolicy(RelayPolicy(registry, config), clock=clock)
+    return EmbeddedRelay(host, port, admit=policy.admit, database_dir=database_dir, clock=clock)

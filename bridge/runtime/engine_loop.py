@@ -17,12 +17,28 @@ already marked as seen (a dropped one would not come back before a restart), or 
 answer. Dropping any of them loses data; a burst is worked off instead, with a warning while more
 than :data:`INPUT_BACKLOG_WARNING` wait.
 
+Group commit. When inputs wait in the queue (a busy agent's lines, a phone's burst of commands,
+a sync's acks), the loop hands the engine several of them before it performs anything, and their
+commits become ONE transaction (:class:`EffectGroup`; a lone input is a group of one). That is
+only allowed while every effect of the group can wait for all of the group's commits: commits
+themselves, publishes, ``SendToRunner``, ``SendSyncChunk`` (a read of lines the group cannot
+remove) and ``Dropped`` (:func:`groupable`). An input with any other effect (a runner to start, a
+session's transcript deleted, …) first flushes the group — its commits made durable, then
+everything they deferred performed, in order — and then has its own effects performed one by one.
+So every effect still runs after the commits before it are durable, in the order the engine
+returned them; a group only delays replies, by at most :data:`GROUP_LIMIT` inputs, and only when
+inputs were waiting anyway. A commit's durable replies are sealed when it joins the group (they
+are rows of the transaction); the group's publishes while the transaction runs on the store's
+thread, so that, once it is durable, only sending is left (the ``created_at`` clock never goes
+back, whichever is sealed first).
+
 Deadlines. The engine's deadlines are unix times (protocol time). The loop waits for the next one
 on asyncio's monotonic clock, at most :data:`MAX_WAIT` seconds at a time, so a step of the wall
 clock (NTP, a suspended machine waking up) is noticed within that.
 
-Failure policy (one, for the whole loop): an exception escaping the engine, a commit that fails,
-or any other effect that raises stops the loop with :class:`EngineFailure`. The effects the loop
+Failure policy (one, for the whole loop): an exception escaping the engine, a commit that fails
+(a group's transaction fails as a whole: nothing of any of its inputs is stored or sent), or any
+other effect that raises stops the loop with :class:`EngineFailure`. The effects the loop
 performs are local — a transaction, sealing, queueing, spawning a task — so an exception is a
 bug or a broken store; either way the engine's memory may now be ahead of the database. The
 daemon stops with a non-zero exit, and systemd restarts it from the durable state, where the
@@ -36,9 +52,12 @@ return; the daemon waits for that before it closes the runners and the store.
 from __future__ import annotations
 
 import asyncio
+import collections
+import functools
 import logging
-from collections.abc import Callable
-from typing import assert_never, cast
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import assert_never
 
 from bridge.engine.core import Engine
 from bridge.engine.effects import (
@@ -46,6 +65,8 @@ from bridge.engine.effects import (
     CloseRunner,
     Commit,
     CreateFolder,
+    DeleteSession,
+    DeleteTranscript,
     Dropped,
     Effect,
     FetchBlossomImage,
@@ -65,19 +86,27 @@ from bridge.engine.effects import (
 )
 from bridge.engine.inputs import Input, SyncChunkSent
 from bridge.nostr.keys import hex_to_npub
-from bridge.protocol import SessionsMessage, SyncChunkEntry, SyncChunkMessage, decode_as
-from bridge.protocol.shared import OutputEntry
+from bridge.protocol import SessionsMessage, SyncChunkMessage
 from bridge.runtime.clock import Clock
-from bridge.runtime.commit import CommitFailed, Committer
+from bridge.runtime.commit import CommitFailed, Committer, PreparedCommit
 from bridge.runtime.errands import Errands
 from bridge.runtime.outbound import Outbound
 from bridge.runtime.runners import RunnerManager
 from bridge.runtime.subscriptions import Subscriptions
-from bridge.tasks import race
-from store import bridge_state
+from bridge.runtime.sync_chunks import chunk_text, read_ranges
 from store.db import BridgeDatabase
 
-__all__ = ["INPUT_BACKLOG_WARNING", "MAX_WAIT", "EffectRunner", "EngineFailure", "EngineLoop"]
+__all__ = [
+    "CHUNKS_PER_STEP",
+    "GROUP_LIMIT",
+    "INPUT_BACKLOG_WARNING",
+    "MAX_WAIT",
+    "EffectGroup",
+    "EffectRunner",
+    "EngineFailure",
+    "EngineLoop",
+    "groupable",
+]
 
 logger = logging.getLogger(__name__)
 
@@ -85,6 +114,39 @@ INPUT_BACKLOG_WARNING = 50_000
 """Inputs waiting for the engine past which a warning is logged (they are never dropped)."""
 MAX_WAIT = 30.0
 """The longest the loop waits for an input before it looks at the clock again."""
+CHUNKS_PER_STEP = 8
+"""Sync chunks sealed before the loop lets the sender run (see ``_send_sync_chunks``)."""
+GROUP_LIMIT = 128
+"""Inputs at most in one group commit: bounds how long the first one's replies wait for the
+rest (each input is engine work and sealing, about 0.1 ms; the transaction is one trip)."""
+
+_DEFERRABLE = (Commit, Publish, SendToRunner, SendSyncChunk, Dropped)
+_DESTRUCTIVE = (DeleteTranscript, DeleteSession)
+
+
+def groupable(effects: Sequence[Effect]) -> bool:
+    """Whether an input's effects may join a group commit (see the module docstring).
+
+    A commit that deletes a session or its lines is not: a ``SendSyncChunk`` deferred in the
+    group would read the store after the deletion instead of before it.
+    """
+    for effect in effects:
+        if not isinstance(effect, _DEFERRABLE):
+            return False
+        if isinstance(effect, Commit) and any(isinstance(op, _DESTRUCTIVE) for op in effect.ops):
+            return False
+    return True
+
+
+@dataclass(slots=True)
+class EffectGroup:
+    """The effects of several inputs: their commits, then what each commit let go, in order."""
+
+    commits: list[PreparedCommit] = field(default_factory=list)
+    after: list[PreparedCommit | Effect] = field(default_factory=list)
+    """In effect order: a prepared commit (its replies and cursors to release), or an effect
+    to perform once the commits are durable (a publish is sealed meanwhile)."""
+    inputs: int = 0
 
 
 class EngineFailure(Exception):
@@ -116,9 +178,61 @@ class EffectRunner:
         self._feed = feed
 
     async def perform(self, effects: list[Effect]) -> None:
-        """Every effect in order; an exception stops the rest (nothing may outrun a commit)."""
+        """Every effect in order; an exception stops the rest (nothing may outrun a commit).
+
+        Consecutive ``SendSyncChunk`` effects (a sync emits all its chunks at once) are sent
+        together: their lines are read from the store in one trip.
+        """
+        for item in _chunk_runs(effects):
+            if isinstance(item, list):
+                await self._send_sync_chunks(item)
+            else:
+                assert not isinstance(item, PreparedCommit)  # effects hold none
+                await self.perform_one(item)
+
+    def stage(self, effects: Sequence[Effect], group: EffectGroup) -> None:
+        """Add one input's :func:`groupable` effects to `group`: commits prepared now (their
+        replies sealed), everything else performed by :meth:`flush`."""
         for effect in effects:
-            await self.perform_one(effect)
+            if isinstance(effect, Commit):
+                prepared = self._committer.prepare(effect)
+                group.commits.append(prepared)
+                group.after.append(prepared)
+            else:
+                group.after.append(effect)
+        group.inputs += 1
+
+    async def flush(self, group: EffectGroup) -> None:
+        """The group's commits as one transaction, then what they deferred, in order.
+
+        The transaction is handed to the store's thread first, and the group's publishes are
+        sealed while it runs there (SQLite and the signatures release the GIL): once it is
+        durable, what is left is sending, so the replies are on their way at the loop's next
+        step instead of after the sealing (measured on the ack's path).
+        """
+        writing = self._committer.start(group.commits)
+        try:
+            sealed = {
+                id(item): self._outbound.seal(item, durable=False)
+                for item in group.after
+                if isinstance(item, Publish)
+            }
+        finally:
+            # Awaited even when the sealing failed: the write is under way (it may commit),
+            # and either failure stops the loop.
+            await self._committer.finish(group.commits, writing)
+        for item in _chunk_runs(group.after):
+            if isinstance(item, PreparedCommit):
+                self._committer.release(item)
+            elif isinstance(item, list):
+                await self._send_sync_chunks(item)
+            elif isinstance(item, Publish):
+                self._outbound.send(sealed[id(item)])
+                if isinstance(item.message, SessionsMessage):
+                    await self._outbound.save_clock()
+            else:
+                await self.perform_one(item)
+        await self._outbound.room()  # the sender is far behind: let it catch up first
 
     async def perform_one(self, effect: Effect) -> None:
         match effect:
@@ -130,7 +244,7 @@ class EffectRunner:
                 if isinstance(effect.message, SessionsMessage):
                     await self._outbound.save_clock()
             case SendSyncChunk():
-                await self._send_sync_chunk(effect)
+                await self._send_sync_chunks([effect])
             case Resubscribe():
                 await self._subscriptions.refresh()
             case StartRunner():
@@ -169,19 +283,41 @@ class EffectRunner:
             case _:
                 assert_never(effect)
 
-    async def _send_sync_chunk(self, effect: SendSyncChunk) -> None:
-        """Read the chunk's lines from the store and send it; the engine hears when it left."""
-        low, high = effect.seq_range
-        rows = await bridge_state.read_transcript(self._db, effect.session_id, low, high)
-        entries = [
-            SyncChunkEntry(seq=seq, entry=decode_as(OutputEntry, text)) for seq, text in rows
-        ]
-        message = SyncChunkMessage(
-            sessionId=effect.session_id, syncId=effect.sync_id, range=[low, high], entries=entries
-        )
-        sealed = self._outbound.seal(Publish(message, (effect.phone,)), durable=False)
-        sent = SyncChunkSent(effect.phone, effect.sync_id)
-        self._outbound.send(sealed, on_sent=lambda: self._feed(sent))
+    async def _send_sync_chunks(self, chunks: Sequence[SendSyncChunk]) -> None:
+        """Read the chunks' lines from the store (one trip) and send each chunk; the engine
+        hears when each one left (see :mod:`bridge.runtime.sync_chunks`)."""
+        lines = await read_ranges(self._db, chunks)
+        for index, (chunk, rows) in enumerate(zip(chunks, lines, strict=True)):
+            if index and not index % CHUNKS_PER_STEP:
+                # Let the first chunks leave while the next ones are sealed: the phone starts
+                # on them at once instead of after the whole sync was signed.
+                await asyncio.sleep(0)
+            low, high = chunk.seq_range
+            # The message gives the event's kind and tags; its text is spliced from the lines.
+            stub = SyncChunkMessage(
+                sessionId=chunk.session_id, syncId=chunk.sync_id, range=[low, high], entries=[]
+            )
+            text = chunk_text(chunk.session_id, chunk.sync_id, (low, high), rows)
+            sealed = self._outbound.seal(Publish(stub, (chunk.phone,)), durable=False, text=text)
+            sent = SyncChunkSent(chunk.phone, chunk.sync_id)
+            self._outbound.send(sealed, on_sent=functools.partial(self._feed, sent))
+
+
+def _chunk_runs(
+    items: Sequence[PreparedCommit | Effect],
+) -> list[PreparedCommit | Effect | list[SendSyncChunk]]:
+    """`items` in order, each run of consecutive ``SendSyncChunk`` gathered in one list."""
+    out: list[PreparedCommit | Effect | list[SendSyncChunk]] = []
+    for item in items:
+        if isinstance(item, SendSyncChunk):
+            last = out[-1] if out else None
+            if isinstance(last, list):
+                last.append(item)
+            else:
+                out.append([item])
+        else:
+            out.append(item)
+    return out
 
 
 class EngineLoop:
@@ -206,21 +342,28 @@ class EngineLoop:
         self._effects = effects
         self._clock = clock
         self._max_wait = max_wait
-        self._inputs: asyncio.Queue[Input] = asyncio.Queue()
+        self._inputs: collections.deque[Input] = collections.deque()
         self._backlog_warned = False
         self._stopping = False
-        self._wake = asyncio.Event()
+        self._waiter: asyncio.Future[None] | None = None
+        """Set while the loop waits for an input: what :meth:`feed` and :meth:`stop` resolve."""
         self.handled = 0
 
     @property
     def pending(self) -> int:
         """Inputs waiting for the engine."""
-        return self._inputs.qsize()
+        return len(self._inputs)
+
+    @property
+    def waiting(self) -> bool:
+        """Whether the loop waits for an input now (idle)."""
+        return self._waiter is not None
 
     def feed(self, event: Input) -> None:
         """Queue an input for the engine (from callbacks; never blocks, never drops)."""
-        self._inputs.put_nowait(event)
-        waiting = self._inputs.qsize()
+        self._inputs.append(event)
+        self._wake_up()
+        waiting = len(self._inputs)
         if waiting >= INPUT_BACKLOG_WARNING and not self._backlog_warned:
             self._backlog_warned = True
             logger.warning("! %d inputs wait for the engine (agents outrun the store)", waiting)
@@ -230,7 +373,12 @@ class EngineLoop:
     def stop(self) -> None:
         """Finish the current input, then return from :meth:`run`."""
         self._stopping = True
-        self._wake.set()
+        self._wake_up()
+
+    def _wake_up(self) -> None:
+        waiter = self._waiter
+        if waiter is not None and not waiter.done():
+            waiter.set_result(None)
 
     def wait_time(self) -> float:
         """How long to wait for an input before :meth:`tick` is due (never negative)."""
@@ -240,7 +388,7 @@ class EngineLoop:
         return max(0.0, min(self._max_wait, deadline - self._clock.wall()))
 
     async def run(self) -> None:
-        """Take inputs one at a time until stopped.
+        """Take inputs until stopped: one at a time, or a group when more are waiting.
 
         Raises:
             EngineFailure: the engine or an effect failed (see the module docstring).
@@ -254,26 +402,75 @@ class EngineLoop:
             if event is None:
                 await self.tick()
             else:
-                await self.handle(event)
+                await self.handle_waiting(event)
 
-    async def _next(self, timeout: float) -> Input | None:
-        """The next input, or None when `timeout` passed (or the loop was told to stop)."""
-        if not self._inputs.empty():
-            return self._inputs.get_nowait()
-        # The getter first: an input taken from the queue is returned, never dropped.
-        first = await race(self._inputs.get(), self._wake.wait(), timeout=timeout)
-        if first is None or first[0] != 0:
-            return None
-        return cast(Input, first[1])
+    async def handle_waiting(self, first: Input) -> None:
+        """`first`, and the inputs waiting behind it as one group commit while they can be.
 
-    async def handle(self, event: Input) -> None:
-        """One input: the engine's effects, performed in order."""
+        See the module docstring: an input whose effects cannot join ends the group (flushed
+        first) and has its effects performed on their own; a lone input is performed at once.
+        """
+        effects = self._decide(first)
+        if not groupable(effects):
+            await self._perform(effects, type(first).__name__)
+            self.handled += 1
+            return
+        group = EffectGroup()
+        self._stage(effects, group, first)
+        while group.inputs < GROUP_LIMIT and self._inputs:
+            event = self._inputs.popleft()
+            effects = self._decide(event)
+            if groupable(effects):
+                self._stage(effects, group, event)
+                continue
+            await self._flush(group)
+            await self._perform(effects, type(event).__name__)
+            self.handled += 1
+            return
+        await self._flush(group)
+
+    def _decide(self, event: Input) -> list[Effect]:
         try:
-            effects = self._engine.handle(event, self._clock.wall())
+            return self._engine.handle(event, self._clock.wall())
         except Exception as exc:
             raise EngineFailure(
                 f"the engine failed on {type(event).__name__}: {_describe(exc)}"
             ) from exc
+
+    def _stage(self, effects: list[Effect], group: EffectGroup, event: Input) -> None:
+        try:
+            self._effects.stage(effects, group)
+        except Exception as exc:
+            raise EngineFailure(
+                f"an effect of {type(event).__name__} failed: {_describe(exc)}"
+            ) from exc
+
+    async def _flush(self, group: EffectGroup) -> None:
+        await self._perform_group(group)
+        self.handled += group.inputs
+
+    async def _next(self, timeout: float) -> Input | None:
+        """The next input, or None when `timeout` passed (or the loop was told to stop).
+
+        One future that :meth:`feed`, :meth:`stop` and a timer resolve: waking up for an input
+        is one step of the event loop (a race of a queue getter, a stop event and a timeout
+        took several, measured on the ack's path). An input queued meanwhile is returned even
+        when the loop was also told to stop: :meth:`run` handles it, nothing is dropped.
+        """
+        if not self._inputs and not self._stopping:
+            loop = asyncio.get_running_loop()
+            waiter = self._waiter = loop.create_future()
+            timer = loop.call_later(timeout, _resolve, waiter)
+            try:
+                await waiter
+            finally:
+                timer.cancel()
+                self._waiter = None
+        return self._inputs.popleft() if self._inputs else None
+
+    async def handle(self, event: Input) -> None:
+        """One input: the engine's effects, performed in order."""
+        effects = self._decide(event)
         await self._perform(effects, f"{type(event).__name__}")
         self.handled += 1
 
@@ -304,6 +501,21 @@ class EngineLoop:
             raise
         except Exception as exc:
             raise EngineFailure(f"an effect of {cause} failed: {_describe(exc)}") from exc
+
+    async def _perform_group(self, group: EffectGroup) -> None:
+        try:
+            await self._effects.flush(group)
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:
+            raise EngineFailure(
+                f"an effect of a group of {group.inputs} inputs failed: {_describe(exc)}"
+            ) from exc
+
+
+def _resolve(waiter: asyncio.Future[None]) -> None:
+    if not waiter.done():
+        waiter.set_result(None)
 
 
 def _describe(exc: Exception) -> str:

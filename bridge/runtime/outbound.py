@@ -8,20 +8,32 @@
 - Durable events (4516 replies) were written to the outbox table in the command's transaction
   before they reach :meth:`Outbound.send`. A row leaves the outbox once *every* configured relay
   accepted its event, not the first one: a phone may reach only one of the bridge's relays, and
-  a reply that went out while that relay was down would otherwise never reach it. Which relays
-  hold it is recorded (``outbox.accepted_by``) when some did not;
-  :meth:`Outbound.retry_outbox` re-sends the identical signed events to the relays still
+  a reply that went out while that relay was down would otherwise never reach it. Rows every
+  relay took leave together, one transaction for the answers of a loop step (not one trip to
+  the store per reply). Which relays hold it is recorded (``outbox.accepted_by``) when some did
+  not; :meth:`Outbound.retry_outbox` re-sends the identical signed events to the relays still
   missing them: to a relay when it opens (at boot too) or reconnects
   (:meth:`Outbound.on_relay_open`), and periodically to every relay still missing one, until
   their NIP-40 expiry.
+- Backpressure: the engine loop waits (:meth:`Outbound.room`) while more than
+  :data:`HIGH_WATER` events wait to be sent, until the sender is back under :data:`LOW_WATER`, at
+  most :data:`ROOM_WAIT` seconds at a time. A busy agent's lines then wait as inputs (nothing is
+  lost there) instead of filling the send queue, where a full queue drops live output; the bound
+  on the wait keeps a relay that never answers from stalling the engine for good.
 - A sealed event may carry an ``on_sent`` callback, called once a relay took it (not when it
   was queued): a ``sync-chunk``'s ack wait starts then.
 
-Tasks: the sender is one task, critical (its end stops the daemon); it awaits each fresh event
-in order. Re-sends of outbox rows (``SealedEvent.relays`` set) run beside it, at most
-``RESEND_CONCURRENCY`` at once, so a relay that never answers ``OK`` cannot hold fresh replies
-behind them. Outbox bookkeeping and reconnect retries run in a :class:`~bridge.tasks.TaskSet`
-that :meth:`Outbound.close` lets finish rather than cancel.
+Tasks: the sender is one task, critical (its end stops the daemon). It starts each fresh event's
+publish in queue order and lets up to :data:`PIPELINE_DEPTH` of them wait for their ``OK`` at
+once, instead of one round trip per event: a relay answers in the order it was sent to, and
+waiting for each ``OK`` before sending the next capped a busy session at one event per relay
+round trip (the benchmark's "relay alone" rate). The order on the wire is still the queue's: each
+publish writes its frame in the first step of its task, and tasks start in the order they were
+created. A relay that never answers holds at most :data:`PIPELINE_DEPTH` events before the
+sender waits, as it waited for one before. Re-sends of outbox rows (``SealedEvent.relays`` set)
+run beside it, at most ``RESEND_CONCURRENCY`` at once, so a relay that never answers ``OK``
+cannot hold fresh replies behind them. Outbox bookkeeping and reconnect retries run in a
+:class:`~bridge.tasks.TaskSet` that :meth:`Outbound.close` lets finish rather than cancel.
 """
 
 from __future__ import annotations
@@ -31,7 +43,7 @@ import contextlib
 import logging
 import os
 import time
-from collections.abc import Callable, Coroutine
+from collections.abc import Callable, Coroutine, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -46,7 +58,7 @@ from bridge.nostr.pool import PublishReport, RelayPool
 from bridge.protocol import BridgeToPhone
 from bridge.tasks import CriticalExit, TaskSet
 from store import bridge_state
-from store.db import BridgeDatabase
+from store.db import BridgeDatabase, Statement
 from store.kv import kv_get, kv_set
 
 __all__ = ["Outbound", "SealedEvent"]
@@ -54,6 +66,14 @@ __all__ = ["Outbound", "SealedEvent"]
 logger = logging.getLogger(__name__)
 
 QUEUE_LIMIT = 10_000
+HIGH_WATER = QUEUE_LIMIT // 2
+"""Queued events past which :meth:`Outbound.room` makes the engine loop wait."""
+LOW_WATER = QUEUE_LIMIT // 4
+"""Queued events under which it lets the engine loop go on."""
+ROOM_WAIT = 2.0
+"""The longest one :meth:`Outbound.room` waits (a relay that never answers must not stall it)."""
+PIPELINE_DEPTH = 64
+"""Fresh publishes waiting for their relays' ``OK`` at once (see the module docstring)."""
 RESEND_CONCURRENCY = 16
 """Re-sends in flight at once (each may wait the OK timeout on a relay that does not answer)."""
 CLOCK_KEY = "publish.lastCreatedAt"
@@ -98,8 +118,14 @@ class Outbound:
         self._sender = TaskSet("outbound sender", logger=logger, on_critical_exit=on_critical_exit)
         self._work = TaskSet("outbound", logger=logger)
         self._resends = TaskSet("outbound re-sends", logger=logger)
+        self._in_flight = TaskSet("outbound publishes", logger=logger)
+        self._window = asyncio.Semaphore(PIPELINE_DEPTH)
+        self._has_room = asyncio.Event()
+        self._has_room.set()
         self._resend_slots = asyncio.Semaphore(RESEND_CONCURRENCY)
         self._retrying: set[str | None] = set()
+        self._taken: list[str] = []
+        """Outbox rows every relay accepted, to delete in the next batch (:meth:`_drop_taken`)."""
         self.published = 0
         self.failed = 0
 
@@ -121,11 +147,21 @@ class Outbound:
 
     # --- sealing (CPU only) -----------------------------------------------------------------------
 
-    def seal(self, publish: Publish, *, durable: bool) -> list[SealedEvent]:
-        """Plan, encrypt and sign `publish` for every phone of its audience."""
+    def seal(
+        self, publish: Publish, *, durable: bool, text: str | None = None
+    ) -> list[SealedEvent]:
+        """Plan, encrypt and sign `publish` for every phone of its audience.
+
+        `text`: the message already encoded (see :meth:`PublishPlanner.plan`).
+        """
         now = self._clock()
         planned = self._planner.plan(
-            publish.message, publish.audience, now, self._machine, os.urandom(16).hex()
+            publish.message,
+            publish.audience,
+            now,
+            self._machine,
+            os.urandom(16).hex(),
+            text=text,
         )
         sealed = []
         for item in planned:
@@ -136,13 +172,19 @@ class Outbound:
             sealed.append(SealedEvent(event, durable, expires_at(item), _type_of(publish.message)))
         return sealed
 
-    async def queue_durable(self, sealed: list[SealedEvent]) -> None:
-        """Write durable events to the outbox (the caller holds the command's transaction)."""
-        now = int(self._clock())
-        for item in sealed:
-            await bridge_state.add_outbox(
-                self._db, item.event.id, item.event.to_json(), item.expires_at, now
+    def outbox_statements(self, sealed: Sequence[SealedEvent], now: int) -> list[Statement]:
+        """The outbox rows of durable events, for the command's transaction to write."""
+        return [
+            st
+            for item in sealed
+            for st in bridge_state.add_outbox_statements(
+                item.event.id, item.event.to_json(), item.expires_at, now
             )
+        ]
+
+    async def queue_durable(self, sealed: list[SealedEvent]) -> None:
+        """Write durable events to the outbox (in the caller's transaction, if it holds one)."""
+        await self._db.write(self.outbox_statements(sealed, int(self._clock())))
 
     # --- sending ----------------------------------------------------------------------------------
 
@@ -159,6 +201,9 @@ class Outbound:
                 async with asyncio.timeout(drain_timeout):
                     await self._queue.join()
         await self._sender.close()
+        # Publishes still waiting for an OK are given the rest of the drain time, then cut short.
+        await self._in_flight.drain(timeout=drain_timeout)
+        await self._in_flight.close()
         # Re-sends still waiting for a silent relay are cut short: their rows stay in the outbox.
         await self._resends.drain(timeout=drain_timeout)
         await self._resends.close()
@@ -184,6 +229,8 @@ class Outbound:
         for item in sealed:
             try:
                 self._queue.put_nowait(item)
+                if self._queue.qsize() >= HIGH_WATER:
+                    self._has_room.clear()
             except asyncio.QueueFull:
                 # Durable ones stay in the outbox and go out on the next retry.
                 self.failed += 1
@@ -193,6 +240,14 @@ class Outbound:
                     item.event.id[:8],
                     " (kept in the outbox)" if item.durable else "",
                 )
+
+    async def room(self) -> None:
+        """Wait while the send queue is above :data:`HIGH_WATER` (see the module docstring)."""
+        if self._has_room.is_set() or self._pool is None:
+            return
+        with contextlib.suppress(TimeoutError):
+            async with asyncio.timeout(ROOM_WAIT):
+                await self._has_room.wait()
 
     async def retry_outbox(self, relay: str | None = None, *, older_than: int = 0) -> int:
         """Re-send queued durable events that have not expired; returns how many.
@@ -248,6 +303,12 @@ class Outbound:
             accepted = {o.relay for o in report.outcomes if o.delivered}
             if not accepted:
                 return
+            if accepted >= set(self._pool.urls):
+                # The usual case, final whatever else is in flight: batched with the others.
+                self._taken.append(item.event.id)
+                if len(self._taken) == 1 and self._work.spawn(self._drop_taken(), "outbox") is None:
+                    self._taken.clear()  # closing down: the rows stay, sent again at next boot
+                return
             work = bridge_state.record_outbox_acceptance(
                 self._db, item.event.id, accepted, self._pool.urls
             )
@@ -255,6 +316,16 @@ class Outbound:
                 work.close()  # closing down: the row stays and is sent again at the next boot
 
         return settled
+
+    async def _drop_taken(self) -> None:
+        """Delete the outbox rows every relay took, those of this loop step in one transaction."""
+        await asyncio.sleep(0)  # the answers that arrive in the same step join this batch
+        taken, self._taken = self._taken, []
+        try:
+            await self._db.write(bridge_state.delete_outbox_statements(taken))
+        except Exception:
+            # The rows stay: their events are sent again, which relays and phones deduplicate.
+            logger.exception("! outbox bookkeeping for %d replies failed", len(taken))
 
     async def _book(self, work: Coroutine[Any, Any, bool], item: SealedEvent) -> None:
         try:
@@ -265,17 +336,39 @@ class Outbound:
             logger.exception("! outbox bookkeeping for %s failed", item.event.id[:8])
 
     async def _run(self) -> None:
+        """Start each queued publish in order, :data:`PIPELINE_DEPTH` in flight at most.
+
+        A queue item is done (``task_done``) once its publish finished, so ``join`` on the
+        queue waits for the relays' answers, as it did when each publish was awaited here.
+        """
         assert self._pool is not None
         while True:
             item = await self._queue.get()
+            if self._queue.qsize() <= LOW_WATER:
+                self._has_room.set()
+            handed_over = False
             try:
                 if item.relays is None:
-                    await self._publish(item)
+                    await self._window.acquire()
+                    task = self._in_flight.spawn(
+                        self._publish_in_window(item), f"publish {item.event.id[:8]}"
+                    )
+                    handed_over = task is not None
+                    if not handed_over:
+                        self._window.release()  # closing down
                 else:
                     # Refused only while closing down: the row stays in the outbox for next boot.
                     self._resends.spawn(self._resend(item), f"resend {item.event.id[:8]}")
             finally:
-                self._queue.task_done()
+                if not handed_over:
+                    self._queue.task_done()
+
+    async def _publish_in_window(self, item: SealedEvent) -> None:
+        try:
+            await self._publish(item)
+        finally:
+            self._window.release()
+            self._queue.task_done()
 
     async def _resend(self, item: SealedEvent) -> None:
         """A re-send to the relays missing an event, beside the queue, never in front of it.

@@ -131,4 +131,5 @@ async def test_ctrl_c_stops_waiting_and_says_the_window_stays_open(
     assert "codedeck://pair?" in stdout.decode()
     # the daemon's wait was cancelled when the command went away; the window itself was not closed
     await asyncio.wait_for(handler.wait_cancelled.wait(), 30)
-    assert [name for name, _ in handler.calls] == ["pair_open", "pair_wait"]
+    # (status: the fake's relay is loopback, so pair asks whether it is the embedded one)
+    assert [name for name, _ in handler.calls] == ["pair_open", "status", "pair_wait"]

@@ -441,3 +441,20 @@ def test_a_heartbeat_with_nothing_to_trim_is_an_error() -> None:
     message = heartbeat(sessions=2)
     with pytest.raises(HeartbeatTooLargeError, match=r"^heartbeat of 2 sessions is "):
         fit_heartbeat(message, 100)
+
+
+def test_a_message_encoded_by_the_caller_is_sent_as_given() -> None:
+    """``text``: a sync chunk spliced from stored lines; the message gives the kind and tags."""
+    stub = SyncChunkMessage(sessionId="s-1", syncId="y", range=[1, 2], entries=[])
+    text = '{"type":"sync-chunk","sessionId":"s-1","syncId":"y","range":[1,2],"entries":[]}'
+    [event] = PublishPlanner().plan(stub, (PHONE_A,), NOW, MACHINE, CID, text=text)
+    assert (event.kind, event.plaintext) == (4516, text)
+    assert ["s", "s-1"] in event.tags
+    big = text[:-2] + "x" * 50_000 + "]}"
+    assert len(PublishPlanner().plan(stub, (PHONE_A,), NOW, MACHINE, CID, text=big)) > 1
+
+
+def test_a_heartbeat_is_never_taken_encoded() -> None:
+    beat = SessionsMessage(machine=MACHINE, sessions=[], protocolVersion=10)
+    with pytest.raises(ValueError, match="heartbeat"):
+        PublishPlanner().plan(beat, (PHONE_A,), NOW, MACHINE, CID, text="{}")

@@ -24,7 +24,7 @@ def test_defaults() -> None:
     assert DEFAULT_CONFIG.group_message_per_ip == RateLimit(20, 1.0)
     assert DEFAULT_CONFIG.pairing_per_ip == RateLimit(10, 0.2)
     assert DEFAULT_CONFIG.gift_wrap_per_ip == RateLimit(30, 0.5)
-    assert DEFAULT_CONFIG.writer_per_pubkey == RateLimit(300, 25.0)
+    assert DEFAULT_CONFIG.writer_per_pubkey == RateLimit(3000, 300.0)
     assert load_config(None) is DEFAULT_CONFIG
     assert parse_config({}) == DEFAULT_CONFIG
 
@@ -47,7 +47,7 @@ def test_parse_overrides_and_partial_tables() -> None:
         group_message_per_ip=RateLimit(5, 1.0),
         pairing_per_ip=RateLimit(10, 0.2),
         gift_wrap_per_ip=None,
-        writer_per_pubkey=RateLimit(300, 2),
+        writer_per_pubkey=RateLimit(3000, 2),
     )
 
 

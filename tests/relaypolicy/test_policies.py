@@ -404,7 +404,7 @@ def test_writers_limited_per_pubkey() -> None:
 
 def test_writer_limit_default_and_exemptions() -> None:
     ctx = make_ctx()
-    assert _run(writer_rate, ctx, 301, kind=24515, pubkey=BRIDGE) == [True] * 300 + [False]
+    assert _run(writer_rate, ctx, 3001, kind=24515, pubkey=BRIDGE) == [True] * 3000 + [False]
     # Unregistered authors are never counted here (their own rules apply).
     assert all(_run(writer_rate, ctx, 400, kind=445, pubkey=STRANGER))
     # Operator imports/syncs are not limited.

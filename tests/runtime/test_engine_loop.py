@@ -46,7 +46,13 @@ from bridge.protocol import (
     SyncChunkMessage,
 )
 from bridge.runtime.boot import load_engine_state
-from bridge.runtime.engine_loop import MAX_WAIT, EffectRunner, EngineFailure, EngineLoop
+from bridge.runtime.engine_loop import (
+    MAX_WAIT,
+    EffectGroup,
+    EffectRunner,
+    EngineFailure,
+    EngineLoop,
+)
 from store import bridge_state
 from store.db import BridgeDatabase
 from tests.runtime.support import (
@@ -119,7 +125,7 @@ async def test_an_input_is_committed_acked_and_delivered_exactly_once(
         )
         assert (text, input_id, state) == ("fix the tests", "in-1", "sent")
         await stack.pool.wait_published(1)
-        [ack] = stack.pool.events()
+        ack = stack.pool.events()[0]  # the live line may be on its way too (pipelined)
         assert await rows(db, "SELECT event_id FROM outbox") == [(ack.id,)]  # durable first
 
         stack.pool.hold.set()
@@ -339,19 +345,20 @@ async def test_stop_finishes_the_input_it_took_and_returns(
 ) -> None:
     async with make_stack(db, tmp_path / "ws") as stack:
         entered, gate = asyncio.Event(), asyncio.Event()
-        perform = stack.effects.perform
+        flush = stack.effects.flush
 
-        async def gated(effects: list[Effect]) -> None:
+        async def gated(group: EffectGroup) -> None:
             entered.set()
             await gate.wait()
-            await perform(effects)
+            await flush(group)
 
-        stack.effects.perform = gated  # type: ignore[method-assign]
-        stack.loop.feed(RefreshRequested())
+        stack.effects.flush = gated  # type: ignore[method-assign]
         stack.loop.feed(RefreshRequested())
         task = asyncio.create_task(stack.loop.run())
         async with asyncio.timeout(WAIT):
             await entered.wait()
+        # Fed while the first is performed (had it waited with it, both were one group).
+        stack.loop.feed(RefreshRequested())
         stack.loop.stop()
         gate.set()
         async with asyncio.timeout(WAIT):
@@ -388,8 +395,8 @@ async def test_an_input_taken_as_the_loop_stops_is_handled_not_lost(
         task = asyncio.create_task(stack.loop.run())
         await stack.pool.wait_published(1)  # the boot-time tick is done
         async with asyncio.timeout(WAIT):
-            while not stack.loop._inputs._getters:  # type: ignore[attr-defined]
-                await asyncio.sleep(0)  # until the loop waits on its queue
+            while not stack.loop.waiting:
+                await asyncio.sleep(0)  # until the loop waits for an input
         stack.loop.feed(RefreshRequested())
         stack.loop.stop()  # in the same step: the waiting getter already holds the input
         async with asyncio.timeout(WAIT):

@@ -7,6 +7,7 @@ import json
 import logging
 from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import pytest
 
@@ -397,18 +398,47 @@ async def test_close_sends_what_is_queued(db: BridgeDatabase) -> None:
     assert pool.events() == [s.event for s in sealed]
 
 
-async def test_close_gives_up_on_a_stuck_relay_after_its_timeout(db: BridgeDatabase) -> None:
+async def test_close_gives_up_on_a_stuck_relay_after_its_timeout(
+    db: BridgeDatabase, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(outbound_module, "PIPELINE_DEPTH", 2)
     pool = FakePool()
     pool.hold = asyncio.Event()  # never set: the relay never answers
     outbound = make_outbound(db, FakeClock())
     outbound.start(pool)  # type: ignore[arg-type]
     outbound.send(
-        [outbound.seal(Publish(OUTPUT, (PHONE.public_hex,)), durable=False)[0] for _ in range(3)]
+        [outbound.seal(Publish(OUTPUT, (PHONE.public_hex,)), durable=False)[0] for _ in range(5)]
     )
     async with asyncio.timeout(2):
         await outbound.close(drain_timeout=0.05)
-    assert len(pool.published) == 1  # the first was with the relay; the rest were never sent
+    # The first two were with the relay (a full pipeline); the rest were never sent.
+    assert len(pool.published) == 2
     await outbound.close()  # idempotent
+
+
+async def test_publishes_are_pipelined_in_order_up_to_the_depth(
+    db: BridgeDatabase, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(outbound_module, "PIPELINE_DEPTH", 3)
+    pool = FakePool()
+    pool.hold = asyncio.Event()  # the relay takes the events but answers none yet
+    outbound = make_outbound(db, FakeClock())
+    outbound.start(pool)  # type: ignore[arg-type]
+    sealed = [
+        outbound.seal(
+            Publish(OUTPUT.model_copy(update={"seq": n}), (PHONE.public_hex,)), durable=False
+        )[0]
+        for n in range(1, 6)
+    ]
+    outbound.send(sealed)
+    await pool.wait_published(3)
+    await asyncio.sleep(0.05)
+    assert len(pool.published) == 3  # three wait for their OK at once; the rest wait their turn
+    pool.hold.set()
+    await sent(outbound)
+    assert [opened(e).seq for e in pool.events()] == [1, 2, 3, 4, 5]  # type: ignore[union-attr]
+    assert outbound.published == 5
+    await outbound.close()
 
 
 # --- the created_at clock ------------------------------------------------------------------
@@ -436,3 +466,77 @@ async def test_created_at_survives_a_restart(db: BridgeDatabase) -> None:
     fresh = make_outbound(db, FakeClock(NOW))  # without load_clock: the wall clock only
     [plain] = fresh.seal(Publish(ACK, (PHONE.public_hex,)), durable=False)
     assert plain.event.created_at == T
+
+
+async def test_rows_every_relay_took_leave_the_outbox_in_one_transaction(
+    rig: Rig, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    writes: list[int] = []
+    write = rig.db.write
+
+    async def counted(statements: Sequence[Any]) -> None:
+        writes.append(len(statements))
+        await write(statements)
+
+    monkeypatch.setattr(rig.db, "write", counted)
+    sealed = rig.outbound.seal(Publish(ACK, BOTH), durable=True)
+    await rig.db.write(rig.outbound.outbox_statements(sealed, T))
+    writes.clear()
+    rig.outbound.send(sealed)
+    await sent(rig.outbound)
+    assert await rig.outbox() == []
+    assert writes == [2]  # both rows, one write
+
+
+# --- backpressure --------------------------------------------------------------------------
+
+
+async def test_room_waits_while_the_send_queue_is_too_full(
+    db: BridgeDatabase, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(outbound_module, "PIPELINE_DEPTH", 1)
+    monkeypatch.setattr(outbound_module, "HIGH_WATER", 3)
+    monkeypatch.setattr(outbound_module, "LOW_WATER", 1)
+    pool = FakePool()
+    pool.hold = asyncio.Event()  # the relay takes events but answers none yet
+    outbound = make_outbound(db, FakeClock())
+    outbound.start(pool)  # type: ignore[arg-type]
+    try:
+        await outbound.room()  # empty: at once
+        outbound.send(
+            [
+                outbound.seal(Publish(OUTPUT, (PHONE.public_hex,)), durable=False)[0]
+                for _ in range(5)
+            ]
+        )
+        room = asyncio.ensure_future(outbound.room())
+        await asyncio.sleep(0.05)
+        assert not room.done()  # the sender is behind: the engine loop would wait here
+        pool.hold.set()
+        async with asyncio.timeout(2):
+            await room
+    finally:
+        await outbound.close()
+
+
+async def test_room_gives_up_waiting_on_a_relay_that_never_answers(
+    db: BridgeDatabase, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(outbound_module, "PIPELINE_DEPTH", 1)
+    monkeypatch.setattr(outbound_module, "HIGH_WATER", 2)
+    monkeypatch.setattr(outbound_module, "ROOM_WAIT", 0.05)
+    pool = FakePool()
+    pool.hold = asyncio.Event()  # never set
+    outbound = make_outbound(db, FakeClock())
+    outbound.start(pool)  # type: ignore[arg-type]
+    try:
+        outbound.send(
+            [
+                outbound.seal(Publish(OUTPUT, (PHONE.public_hex,)), durable=False)[0]
+                for _ in range(4)
+            ]
+        )
+        async with asyncio.timeout(2):
+            await outbound.room()  # returns after ROOM_WAIT: a silent relay stalls nothing
+    finally:
+        await outbound.close(drain_timeout=0.05)

@@ -7,6 +7,7 @@ import hashlib
 import logging
 import sqlite3
 import stat
+import threading
 from pathlib import Path
 
 import pytest
@@ -18,6 +19,7 @@ from store import (
     Migration,
     MigrationFailed,
     SchemaTooNew,
+    Statement,
     StoreError,
     kv_get,
     kv_set,
@@ -27,6 +29,7 @@ from store import (
 )
 
 SECRET = bytes(range(1, 33))
+WAIT = 5.0
 
 
 def mode_of(path: Path) -> int:
@@ -363,3 +366,105 @@ async def test_statement_parameters_never_reach_the_logs(
     assert repr(SECRET) not in text
     assert SECRET.hex() not in text
     assert "opened" in text  # the store's own lifecycle lines are there
+
+
+# --- one trip: write, run, start_write -------------------------------------------------------
+
+
+async def test_write_is_one_transaction(db: BridgeDatabase) -> None:
+    await db.write(
+        [
+            Statement("INSERT INTO kv VALUES (?, ?, ?)", ("a", "1", 5)),
+            Statement("INSERT INTO kv VALUES (?, ?, ?)", ("b", "2", 5)),
+        ]
+    )
+    assert await keys(db) == ["a", "b"]
+    with pytest.raises(StoreError, match="UNIQUE constraint failed"):
+        await db.write(
+            [
+                Statement("INSERT INTO kv VALUES (?, ?, ?)", ("c", "3", 5)),
+                Statement("INSERT INTO kv VALUES (?, ?, ?)", ("a", "again", 5)),
+            ]
+        )
+    assert await keys(db) == ["a", "b"]  # nothing of the failed write, "c" included
+    await db.write([])  # nothing to do
+    await kv_set(db, "d", "4")  # the connection is back in autocommit
+    async with await open_bridge_db(db.path.parent) as other:
+        assert await keys(other) == ["a", "b", "d"]
+
+
+async def test_write_inside_a_transaction_is_a_savepoint(db: BridgeDatabase) -> None:
+    async with db.transaction():
+        await kv_set(db, "outer", "1")
+        with pytest.raises(StoreError):
+            await db.write(
+                [
+                    Statement("INSERT INTO kv VALUES ('inner', '1', 0)"),
+                    Statement("INSERT INTO kv VALUES ('outer', '2', 0)"),
+                ]
+            )
+        await db.write([Statement("INSERT INTO kv VALUES ('inner2', '1', 0)")])
+    assert await keys(db) == ["inner2", "outer"]
+
+
+async def test_run_is_any_work_of_the_connection_in_one_trip(db: BridgeDatabase) -> None:
+    await kv_set(db, "a", "1")
+
+    def job(conn: sqlite3.Connection) -> tuple[int, list[tuple[str]]]:
+        count = conn.execute("SELECT count(*) FROM kv").fetchone()[0]
+        return int(count), conn.execute("SELECT key FROM kv").fetchall()
+
+    assert await db.run(job) == (1, [("a",)])
+    with pytest.raises(StoreError, match="no such table"):
+        await db.run(lambda conn: conn.execute("SELECT * FROM nope").fetchall())
+
+
+async def test_start_write_is_queued_before_it_returns(db: BridgeDatabase) -> None:
+    ran = threading.Event()
+
+    def block(conn: sqlite3.Connection) -> None:
+        ran.wait(WAIT)  # holds the connection's thread until the write is queued behind it
+
+    blocker = asyncio.ensure_future(db.run(block))
+    await asyncio.sleep(0.01)
+    writing = db.start_write([Statement("INSERT INTO kv VALUES ('w', '1', 0)")])
+    queued = db.fetchall("SELECT key FROM kv")  # queued after the write, so it sees it
+    ran.set()
+    await blocker
+    await writing
+    assert await queued == [("w",)]
+    with pytest.raises(StoreError, match="UNIQUE constraint failed"):
+        await db.start_write([Statement("INSERT INTO kv VALUES ('w', '2', 0)")])
+
+
+async def test_start_write_waits_for_another_tasks_transaction(db: BridgeDatabase) -> None:
+    inside, release = asyncio.Event(), asyncio.Event()
+
+    async def owner() -> None:
+        async with db.transaction():
+            await kv_set(db, "owner", "1")
+            inside.set()
+            await release.wait()
+            raise LookupError  # rolled back: the other task's write must not vanish with it
+
+    task = asyncio.create_task(owner())
+    await inside.wait()
+    writing = asyncio.ensure_future(
+        db.start_write([Statement("INSERT INTO kv VALUES ('x', '1', 0)")])
+    )
+    await asyncio.sleep(0.01)
+    assert not writing.done()
+    release.set()
+    with pytest.raises(LookupError):
+        await task
+    await writing
+    assert await keys(db) == ["x"]
+
+
+async def test_jobs_run_in_order_and_queued_ones_finish_before_close(home: Path) -> None:
+    db = await open_bridge_db(home)
+    writes = [db.execute("INSERT INTO kv VALUES (?, ?, 0)", (f"k{n}", "v")) for n in range(20)]
+    results = await asyncio.gather(*writes, db.close())
+    assert results[:20] == [1] * 20
+    async with await open_bridge_db(home) as again:
+        assert await keys(again) == sorted(f"k{n}" for n in range(20))

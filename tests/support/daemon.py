@@ -158,9 +158,19 @@ class DaemonProcess:
         finally:
             await client.close()
 
+    def _read(self, sql: str, params: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
+        """Rows of a query on the daemon's store, the connection closed at once.
+
+        ``with sqlite3.connect(...)`` only commits: the connection lingers until the garbage
+        collector finds it, holding the WAL files of that moment open. Once the daemon closed the
+        database (deleting them), every new connection of this process shares the stale state
+        and reads "database disk image is malformed" (seen by the benchmark).
+        """
+        with contextlib.closing(sqlite3.connect(self.home / "bridge.db")) as conn:
+            return conn.execute(sql, params).fetchall()
+
     def keypair(self) -> Keypair:
-        with sqlite3.connect(self.home / "bridge.db") as conn:
-            (secret,) = conn.execute("SELECT secret_key FROM identity").fetchone()
+        [(secret,)] = self._read("SELECT secret_key FROM identity")
         return Keypair.from_secret(bytes(secret))
 
     def executions(self) -> dict[str, int]:
@@ -168,11 +178,9 @@ class DaemonProcess:
         return count_executions(self.home / "scripted")
 
     def transcript(self, session_id: str) -> dict[int, str]:
-        with sqlite3.connect(self.home / "bridge.db") as conn:
-            rows = conn.execute(
-                "SELECT seq, entry FROM transcripts WHERE session_id = ? ORDER BY seq",
-                (session_id,),
-            ).fetchall()
+        rows = self._read(
+            "SELECT seq, entry FROM transcripts WHERE session_id = ? ORDER BY seq", (session_id,)
+        )
         return {int(seq): str(entry) for seq, entry in rows}
 
     async def __aenter__(self) -> DaemonProcess:

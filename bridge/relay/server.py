@@ -1,0 +1,399 @@
+"""The relay's I/O: a ``websockets`` server around :class:`ClientSession` and :class:`EventStore`.
+
+Built for what the embedded relay must not do (each measured on rust-nostr's LocalRelay, the
+previous embedded relay, in docs/BENCHMARKS.md):
+
+* **No Nagle delay.** asyncio sets ``TCP_NODELAY`` on every TCP transport it makes, so a frame
+  written right after another is not held back for the peer's delayed ACK (40 ms).
+* **No hang-up on a burst, no block of a paired phone.** There is no per-connection or
+  per-key event budget here: who may write is the write policy's decision (``admit``; the
+  daemon passes relaypolicy, which lets only the bridge and its paired phones write and
+  rate-limits the pairing window per IP). A client is disconnected only when it leaves more
+  than ``max_pending_bytes`` unread — it then reconnects and asks again, and nothing stored is
+  lost.
+* **Complete answers.** A filter returns every stored match up to ``max_limit`` (20,000), newest
+  first (:mod:`bridge.relay.storage`).
+
+Order of checks for an event, cheapest first, so a flood of junk costs little: the session's
+shape and size checks; ``created_at`` not too far ahead; the id and signature; NIP-40 expiry;
+already stored (``duplicate:``, answered without asking the policy, so a re-send does not use
+up a rate limit); the write policy; the store. An accepted event goes to every matching
+subscription of every client (its author's included, as NIP-01 relays do), then ``OK``.
+
+Each client has a writer task draining its queue of frames, so a slow reader never holds up
+the others; a REQ's stored answer waits for the client's queue to drain below a mark before it
+queues more, so one large answer does not buffer without bound.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import re
+from collections.abc import Callable
+from http import HTTPStatus
+from typing import Any, assert_never
+
+import orjson
+from websockets.asyncio.server import Server, ServerConnection, serve
+from websockets.exceptions import ConnectionClosed
+from websockets.http11 import Request, Response
+
+from bridge.nostr.event import Event, is_expired, verify_event
+from bridge.relay.classes import StorageClass, storage_class
+from bridge.relay.nip11 import INFO_CONTENT_TYPE, RelayLimits, info_document
+from bridge.relay.session import (
+    ClientSession,
+    Publish,
+    Reply,
+    Subscribe,
+    Unsubscribe,
+    eose_frame,
+    event_frame,
+    ok_frame,
+)
+from bridge.relay.storage import EventStore, Put
+
+__all__ = [
+    "Admit",
+    "RelayServer",
+]
+
+logger = logging.getLogger(__name__)
+
+Admit = Callable[[dict[str, Any], str], tuple[bool, str]]
+"""The write policy: (event as a NIP-01 dict, client IP) → (accepted, NIP-01 message)."""
+
+PURGE_INTERVAL_SECONDS = 60.0
+DRAIN_MARK_BYTES = 1024 * 1024
+"""A stored answer queues more only once the client's queue is below this."""
+
+_PREFIXED = re.compile(r"(?:duplicate|pow|blocked|rate-limited|invalid|restricted|mute|error): ")
+
+
+class _Client:
+    """One connection: its protocol state and its queue of frames to send."""
+
+    __slots__ = (
+        "connection",
+        "drained",
+        "dropped",
+        "ip",
+        "pending",
+        "pending_bytes",
+        "session",
+        "wakeup",
+    )
+
+    def __init__(self, connection: ServerConnection, ip: str, limits: RelayLimits) -> None:
+        self.connection = connection
+        self.ip = ip
+        self.session = ClientSession(limits)
+        self.pending: list[str] = []
+        self.pending_bytes = 0
+        self.wakeup = asyncio.Event()
+        self.drained = asyncio.Event()
+        self.dropped = False
+
+    def push(self, frame: str) -> None:
+        if self.dropped:
+            return
+        self.pending.append(frame)
+        self.pending_bytes += len(frame)
+        self.wakeup.set()
+
+    def stopped_reading(self, limit: int) -> bool:
+        """More than ``limit`` bytes wait and the kernel takes no more: the peer is not reading.
+
+        Both conditions, because bytes waiting in the queue alone may only mean its writer has
+        not had a turn yet (a burst handled without yielding).
+        """
+        if self.pending_bytes <= limit:
+            return False
+        transport = self.connection.transport
+        return transport is not None and transport.get_write_buffer_size() > 0
+
+
+class RelayServer:
+    """A NIP-01 relay on ``host``:``port`` over ``store``, asking ``admit`` who may write.
+
+    Runs on the event loop that calls :meth:`start`; :mod:`bridge.runtime.embedded_relay`
+    gives it a thread of its own.
+    """
+
+    def __init__(
+        self,
+        host: str,
+        port: int,
+        *,
+        store: EventStore,
+        admit: Admit | None,
+        clock: Callable[[], float],
+        limits: RelayLimits | None = None,
+        version: str = "",
+    ) -> None:
+        self.host = host
+        self.port = port
+        self.store = store
+        self.limits = limits or RelayLimits()
+        self._admit = admit
+        self._clock = clock
+        self._version = version
+        self._clients: set[_Client] = set()
+        self._server: Server | None = None
+        self._purger: asyncio.Task[None] | None = None
+        self._congested = False
+        self._uncommitted: list[tuple[_Client, str, Event, str]] = []
+        self.stats = {"accepted": 0, "refused": 0, "dropped_clients": 0}
+
+    @property
+    def client_count(self) -> int:
+        return len(self._clients)
+
+    def connections(self) -> list[ServerConnection]:
+        """The open client connections (for diagnostics and tests)."""
+        return [client.connection for client in self._clients]
+
+    async def start(self) -> None:
+        """Listen (``port`` 0 picks a free port, read back into :attr:`port`). Raises OSError."""
+        self._server = await serve(
+            self._serve,
+            self.host,
+            self.port,
+            process_request=self._http,
+            compression=None,  # a loopback/LAN relay: deflate costs CPU for nothing
+            max_size=self.limits.max_message_length,
+            server_header=None,
+        )
+        sockets = list(self._server.sockets)
+        if sockets:
+            self.port = int(sockets[0].getsockname()[1])
+        self._purger = asyncio.get_running_loop().create_task(self._purge_periodically())
+
+    async def close(self) -> None:
+        """Stop listening and close every connection (idempotent)."""
+        server, self._server = self._server, None
+        purger, self._purger = self._purger, None
+        if purger is not None:
+            purger.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await purger
+        if server is not None:
+            server.close()
+            await server.wait_closed()
+
+    # --- HTTP: NIP-11 ---------------------------------------------------------------------------
+
+    def _http(self, connection: ServerConnection, request: Request) -> Response | None:
+        if request.headers.get("Upgrade", "").lower() == "websocket":
+            return None
+        if INFO_CONTENT_TYPE in request.headers.get("Accept", ""):
+            document = info_document(
+                self.limits,
+                name="codedeck-bridge embedded relay",
+                description="A private relay: only this bridge and its paired phones write.",
+                version=self._version,
+            )
+            response = connection.respond(HTTPStatus.OK, orjson.dumps(document).decode())
+            del response.headers["Content-Type"]
+            response.headers["Content-Type"] = INFO_CONTENT_TYPE
+            response.headers["Access-Control-Allow-Origin"] = "*"
+            return response
+        return connection.respond(
+            HTTPStatus.OK, "A Nostr relay (codedeck-bridge): connect with a websocket.\n"
+        )
+
+    # --- connections ----------------------------------------------------------------------------
+
+    async def _serve(self, connection: ServerConnection) -> None:
+        address = connection.remote_address
+        ip = str(address[0]) if address else ""
+        client = _Client(connection, ip, self.limits)
+        self._clients.add(client)
+        writer = asyncio.get_running_loop().create_task(self._write(client))
+        logger.debug("= relay client %s connected (%d now)", ip, len(self._clients))
+        try:
+            async for data in connection:
+                await self._receive(client, data)
+                if self._congested:
+                    # Frames waiting for other clients: let their writers run before the next
+                    # frame (iterating a connection with frames ready does not yield).
+                    self._congested = False
+                    await asyncio.sleep(0)
+        except ConnectionClosed:
+            pass
+        finally:
+            self._clients.discard(client)
+            client.dropped = True
+            writer.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await writer
+            logger.debug("= relay client %s gone (%d now)", ip, len(self._clients))
+
+    async def _write(self, client: _Client) -> None:
+        connection = client.connection
+        try:
+            while True:
+                await client.wakeup.wait()
+                client.wakeup.clear()
+                while client.pending:
+                    frames, client.pending = client.pending, []
+                    for frame in frames:
+                        client.pending_bytes -= len(frame)
+                        await connection.send(frame)
+                        if client.pending_bytes <= DRAIN_MARK_BYTES:
+                            client.drained.set()
+        except ConnectionClosed:
+            pass
+        finally:
+            client.drained.set()  # nobody waits for a queue that will never drain
+
+    async def _receive(self, client: _Client, data: str | bytes) -> None:
+        request = client.session.receive(data)
+        match request:
+            case Publish(event=event, event_json=event_json):
+                self._publish(client, event, event_json)
+            case Subscribe(subscription_id=subscription_id, filters=filters):
+                now = int(self._clock())
+                stored = self.store.query(filters, now, self.limits.max_limit)
+                for event_json in stored:
+                    client.push(event_frame(subscription_id, event_json))
+                    if client.pending_bytes > DRAIN_MARK_BYTES:
+                        await self._drained(client)
+                client.push(eose_frame(subscription_id))
+            case Unsubscribe():
+                pass
+            case Reply(frame=frame):
+                logger.debug("! relay client %s: %.120s", client.ip, frame)
+                client.push(frame)
+            case _:
+                assert_never(request)
+        if client.stopped_reading(self.limits.max_pending_bytes):
+            self._drop(client)
+
+    async def _drained(self, client: _Client) -> None:
+        while client.pending_bytes > DRAIN_MARK_BYTES and not client.dropped:
+            client.drained.clear()
+            await client.drained.wait()
+
+    def _drop(self, client: _Client) -> None:
+        """Disconnect a client that stopped reading (it reconnects and asks again)."""
+        if client.dropped:
+            return
+        logger.warning(
+            "! relay client %s left %d bytes unread; disconnecting it",
+            client.ip,
+            client.pending_bytes,
+        )
+        client.dropped = True
+        client.pending.clear()
+        client.pending_bytes = 0
+        client.drained.set()
+        self.stats["dropped_clients"] += 1
+        transport = client.connection.transport
+        if transport is not None:
+            transport.abort()
+
+    # --- events ---------------------------------------------------------------------------------
+
+    def _publish(self, client: _Client, event: Event, event_json: str) -> None:
+        """Check, admit, store and broadcast one event, and answer ``OK``.
+
+        A stored event is answered and broadcast only after its commit, which covers every
+        event stored in the same turn of the event loop (group commit): an ``OK`` is a promise
+        that the event is kept.
+        """
+        accepted, message, stored = self._decide(client, event, event_json)
+        if accepted:
+            self.stats["accepted"] += 1
+        else:
+            self.stats["refused"] += 1
+            if logger.isEnabledFor(logging.DEBUG):
+                logger.debug(
+                    "! relay refused %s kind %d from %s: %s",
+                    event.id[:8],
+                    event.kind,
+                    client.ip,
+                    message,
+                )
+        answer = ok_frame(event.id, accepted, message)
+        if not stored:
+            if accepted and not message:  # ephemeral: nothing to commit
+                self._broadcast(event, event_json)
+            client.push(answer)
+            return
+        if not self._uncommitted:
+            asyncio.get_running_loop().call_soon(self._commit)
+        self._uncommitted.append((client, answer, event, event_json))
+
+    def _commit(self) -> None:
+        """Commit the events stored this turn, then answer and broadcast them in order."""
+        done, self._uncommitted = self._uncommitted, []
+        try:
+            self.store.commit()
+        except Exception:
+            logger.exception("! relay could not commit %d event(s); refusing them", len(done))
+            self.store.rollback()
+            for client, _, event, _ in done:
+                client.push(ok_frame(event.id, False, "error: the relay could not store it"))
+            return
+        for client, answer, event, event_json in done:
+            self._broadcast(event, event_json)
+            client.push(answer)
+
+    def _decide(self, client: _Client, event: Event, event_json: str) -> tuple[bool, str, bool]:
+        """(accepted, OK message, stored now and waiting for the commit)."""
+        now = int(self._clock())
+        if event.created_at > now + self.limits.max_future_seconds:
+            return False, "invalid: created_at is too far in the future", False
+        if not verify_event(event):
+            return False, "invalid: bad id or signature", False
+        if is_expired(event, now):
+            return False, "invalid: event has expired", False
+        stored_class = storage_class(event.kind)
+        ephemeral = stored_class is StorageClass.EPHEMERAL
+        if not ephemeral and self.store.has(event.id):
+            return True, "duplicate: already have this event", False
+        if self._admit is not None:
+            accepted, reason = self._ask_policy(event, client.ip)
+            if not accepted:
+                return False, reason if _PREFIXED.match(reason) else f"blocked: {reason}", False
+        if ephemeral:
+            return True, "", False
+        put = self.store.put(event, event_json, commit=False)
+        match put:
+            case Put.STORED:
+                return True, "", True
+            case Put.DUPLICATE:
+                return True, "duplicate: already have this event", False
+            case Put.HAVE_NEWER:
+                return False, "duplicate: have a newer event", False
+            case Put.DELETED:
+                return False, "blocked: deleted by its author", False
+            case _:
+                assert_never(put)
+
+    def _ask_policy(self, event: Event, ip: str) -> tuple[bool, str]:
+        assert self._admit is not None
+        try:
+            return self._admit(event.to_dict(), ip)
+        except Exception:
+            logger.exception("! relay write policy failed on %s; refusing it", event.id[:8])
+            return False, "error: internal error"
+
+    def _broadcast(self, event: Event, event_json: str) -> None:
+        for client in self._clients:
+            for subscription_id in client.session.matching(event):
+                client.push(event_frame(subscription_id, event_json))
+            if client.pending_bytes > DRAIN_MARK_BYTES:
+                self._congested = True
+                if client.stopped_reading(self.limits.max_pending_bytes):
+                    self._drop(client)
+
+    async def _purge_periodically(self) -> None:
+        while True:
+            await asyncio.sleep(PURGE_INTERVAL_SECONDS)
+            removed = self.store.purge_expired(int(self._clock()))
+            if removed:
+                logger.debug("= relay purged %d expired event(s)", removed)
