@@ -302,7 +302,8 @@ def _describe_burst(where: str, burst: BurstResult) -> str:
     executed = (
         "every input executed once"
         if burst.executed_once == len(burst.phones) * burst.commands_per_phone
-        else f"{burst.executed_once} inputs executed once, {burst.never_executed} not yet"
+        else f"{burst.executed_once} inputs executed once, {burst.never_executed} not within "
+        "2 minutes of the last command (never acked either: commands the daemon did not get)"
     )
     return (
         f"{where}, {len(burst.phones)} phones x {burst.commands_per_phone} commands: each phone "
