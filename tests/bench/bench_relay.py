@@ -332,7 +332,7 @@ def run() -> list[Row]:
     o, t = ours.results, theirs.results
     _notes.clear()
     _notes.append(
-        f"- relay candidates: Nagle case, REQ of one stored event → EOSE p50: ours {o['nagle']:.2f} ms,"
+        f"relay candidates: Nagle case, REQ of one stored event → EOSE p50: ours {o['nagle']:.2f} ms,"
         f" LocalRelay {t['nagle']:.2f} ms. Burst of 10,000 events on one connection: ours accepted"
         f" {o['burst_accepted']:,.0f} (connection {'closed' if o['burst_closed'] else 'kept'}),"
         f" LocalRelay {t['burst_accepted']:,.0f} (connection"
@@ -342,7 +342,7 @@ def run() -> list[Row]:
     )
     for check in ours.nips:
         _notes.append(
-            f"- relay candidates, {check}: ours {'yes' if ours.nips[check] else 'NO'},"
+            f"relay candidates, {check}: ours {'yes' if ours.nips[check] else 'NO'},"
             f" LocalRelay {'yes' if theirs.nips.get(check) else 'NO'}"
         )
     return [
