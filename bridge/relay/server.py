@@ -54,6 +54,7 @@ from bridge.relay.session import (
     ok_frame,
 )
 from bridge.relay.storage import EventStore, Put
+from bridge.tasks import TaskSet
 
 __all__ = [
     "Admit",
@@ -142,7 +143,8 @@ class RelayServer:
         self._version = version
         self._clients: set[_Client] = set()
         self._server: Server | None = None
-        self._purger: asyncio.Task[None] | None = None
+        self._tasks = TaskSet("relay", logger=logger)
+        """The purge timer and every client's writer (on the relay's own loop)."""
         self._congested = False
         self._uncommitted: list[tuple[_Client, str, Event, str]] = []
         self.stats = {"accepted": 0, "refused": 0, "dropped_clients": 0}
@@ -169,19 +171,15 @@ class RelayServer:
         sockets = list(self._server.sockets)
         if sockets:
             self.port = int(sockets[0].getsockname()[1])
-        self._purger = asyncio.get_running_loop().create_task(self._purge_periodically())
+        self._tasks.spawn(self._purge_periodically(), "relay purge")
 
     async def close(self) -> None:
         """Stop listening and close every connection (idempotent)."""
         server, self._server = self._server, None
-        purger, self._purger = self._purger, None
-        if purger is not None:
-            purger.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await purger
         if server is not None:
             server.close()
             await server.wait_closed()
+        await self._tasks.close()
 
     # --- HTTP: NIP-11 ---------------------------------------------------------------------------
 
@@ -211,7 +209,7 @@ class RelayServer:
         ip = str(address[0]) if address else ""
         client = _Client(connection, ip, self.limits)
         self._clients.add(client)
-        writer = asyncio.get_running_loop().create_task(self._write(client))
+        writer = self._tasks.spawn(self._write(client), f"relay writer {ip}")
         logger.debug("= relay client %s connected (%d now)", ip, len(self._clients))
         try:
             async for data in connection:
@@ -226,9 +224,10 @@ class RelayServer:
         finally:
             self._clients.discard(client)
             client.dropped = True
-            writer.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await writer
+            if writer is not None:
+                writer.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await writer
             logger.debug("= relay client %s gone (%d now)", ip, len(self._clients))
 
     async def _write(self, client: _Client) -> None:
