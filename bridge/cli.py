@@ -476,6 +476,17 @@ def _cmd_config(args: argparse.Namespace) -> int:
                 "secrets": [{"name": n, "state": s, "where": w} for n, s, w in secrets],
                 "host": host,
                 "configFile": str(settings.config_file),
+                # The ACP agents; their `env` shows names only (values may be credentials).
+                "agents": [
+                    {
+                        "id": agent.agent_id,
+                        "label": agent.label,
+                        "command": list(agent.command),
+                        "env": sorted(agent.env),
+                        "origin": agent.origin,
+                    }
+                    for agent in settings.agents
+                ],
             }
         )
         return EXIT_OK

@@ -18,6 +18,15 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
+from bridge.agent_config import (
+    OPENCODE_ID,
+    AgentConfig,
+    AgentConfigError,
+    describe_agents,
+    opencode_off_reason,
+    parse_agents,
+)
+
 __all__ = [
     "DEFAULT_EMBEDDED_RELAY",
     "DEFAULT_HOME",
@@ -47,6 +56,8 @@ _ENV_NAMES = {
     "register_token_file": "CODEDECK_REGISTER_TOKEN_FILE",
     "transcript_keep_last": "CODEDECK_TRANSCRIPT_KEEP_LAST",
 }
+_FILE_ONLY = frozenset({"agents"})
+"""Keys of config.toml with no flag or variable: the ``[agents.<id>]`` tables."""
 DEFAULT_TRANSCRIPT_KEEP_LAST = 5000
 AGENTS = ("claude", "scripted")
 
@@ -73,6 +84,8 @@ class Settings:
     register_url: str | None = None
     register_token_file: Path | None = None
     transcript_keep_last: int = DEFAULT_TRANSCRIPT_KEEP_LAST
+    agents: tuple[AgentConfig, ...] = ()
+    """The ACP agents (OpenCode, any ``[agents.<id>]``): :mod:`bridge.agent_config`."""
     origins: Mapping[str, str] = field(default_factory=dict)
 
     @property
@@ -149,11 +162,11 @@ def _read_config_file(path: Path) -> dict[str, Any]:
         ) from None
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError(f"{path}: not valid TOML ({exc}); fix or remove the file") from None
-    unknown = sorted(set(data) - set(_ENV_NAMES))
+    unknown = sorted(set(data) - set(_ENV_NAMES) - _FILE_ONLY)
     if unknown:
         raise ConfigError(
             f"{path}: unknown setting(s) {', '.join(unknown)}; "
-            f"known settings are {', '.join(sorted(_ENV_NAMES))}"
+            f"known settings are {', '.join(sorted({*_ENV_NAMES, *_FILE_ONLY}))}"
         )
     return data
 
@@ -338,6 +351,15 @@ def load_settings(
     else:
         origins["transcript_keep_last"] = f"default ({DEFAULT_TRANSCRIPT_KEEP_LAST} per session)"
 
+    try:
+        agents = parse_agents(
+            file_values.get("agents"), source=str(home / CONFIG_FILE_NAME), env=env
+        )
+    except AgentConfigError as exc:
+        raise ConfigError(str(exc)) from None
+    if not any(agent.agent_id == OPENCODE_ID for agent in agents):
+        origins["agents.opencode"] = opencode_off_reason(file_values.get("agents"), env)
+
     return Settings(
         home=home,
         relays=tuple(relays),
@@ -350,6 +372,7 @@ def load_settings(
         register_url=register_url,
         register_token_file=register_token_file,
         transcript_keep_last=keep_last,
+        agents=agents,
         origins=origins,
     )
 
@@ -392,4 +415,5 @@ def describe(settings: Settings) -> Sequence[tuple[str, str, str]]:
             str(settings.claude_path) if settings.claude_path else "(bundled)",
             settings.origins["claude_path"],
         ),
+        *describe_agents(settings.agents, settings.origins),
     ]

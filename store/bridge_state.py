@@ -82,7 +82,7 @@ class LoadedState:
     phones: list[tuple[str, str, str, str]]  # pubkey, npub, label, paired_at
     last_seen: int
     processed: dict[str, int]
-    sessions: list[dict[str, Any]]  # records, with "seq_high" from the transcript
+    sessions: list[dict[str, Any]]  # records, with "seq_high" from the transcript and "agent"
     tombstones: list[str]
 
 
@@ -126,7 +126,9 @@ async def load_state(db: BridgeDatabase) -> LoadedState:
         )
     }
     sessions = []
-    for session_id, text in await db.fetchall("SELECT session_id, record FROM sessions"):
+    for session_id, agent, text in await db.fetchall(
+        "SELECT session_id, agent, record FROM sessions"
+    ):
         try:
             record = json.loads(text)
         except ValueError:
@@ -140,6 +142,7 @@ async def load_state(db: BridgeDatabase) -> LoadedState:
             )
             continue
         record["session_id"] = session_id
+        record["agent"] = str(agent)
         stored_high = record.get("seq_high") or 0
         if isinstance(stored_high, str) and stored_high.isdigit():
             stored_high = int(stored_high)
@@ -228,18 +231,24 @@ async def delete_phone(db: BridgeDatabase, pubkey: str) -> None:
 # --- sessions ----------------------------------------------------------------------------------
 
 
-def save_session_statements(session_id: str, record: dict[str, Any]) -> list[Statement]:
+def save_session_statements(
+    session_id: str, record: dict[str, Any], *, agent: str = "claude"
+) -> list[Statement]:
+    """Insert or replace a session's record; `agent` goes to its own column (schema v8)."""
     return [
         Statement(
-            "INSERT INTO sessions (session_id, record) VALUES (?, ?) "
-            "ON CONFLICT (session_id) DO UPDATE SET record = excluded.record",
-            (session_id, json.dumps(record, separators=(",", ":"))),
+            "INSERT INTO sessions (session_id, agent, record) VALUES (?, ?, ?) "
+            "ON CONFLICT (session_id) DO UPDATE SET record = excluded.record, "
+            "agent = excluded.agent",
+            (session_id, agent, json.dumps(record, separators=(",", ":"))),
         )
     ]
 
 
-async def save_session(db: BridgeDatabase, session_id: str, record: dict[str, Any]) -> None:
-    await _run(db, save_session_statements(session_id, record))
+async def save_session(
+    db: BridgeDatabase, session_id: str, record: dict[str, Any], *, agent: str = "claude"
+) -> None:
+    await _run(db, save_session_statements(session_id, record, agent=agent))
 
 
 def delete_session_statements(session_id: str) -> list[Statement]:

@@ -16,7 +16,8 @@ sessions and tombstones, transcripts `(session_id, seq)`, the inbox of accepted 
 outbox of durable replies. Version 3 adds `decisions`, the permission gate's audit log
 (`store.decisions`). Version 4 adds the secrets set from phones, `provider_profiles` and
 `credentials` (`store.accounts`), and `device_config` per phone (`store.device_config`).
-Version 5 records which relays accepted each outbox event (`outbox.accepted_by`).
+Version 5 records which relays accepted each outbox event (`outbox.accepted_by`). Version 8
+records which agent each session runs (`sessions.agent`).
 """
 
 from __future__ import annotations
@@ -205,6 +206,18 @@ BRIDGE_MIGRATIONS: Final[tuple[Migration, ...]] = (
         DROP TABLE inbox;
         ALTER TABLE inbox_v7 RENAME TO inbox;
         CREATE INDEX inbox_by_session ON inbox (session_id, state);
+        """,
+    ),
+    Migration(
+        8,
+        "the agent of each session",
+        """
+        -- The agent a session runs: 'claude' (Claude Code), or the id of an [agents.<id>] table
+        -- of config.toml (OpenCode, any ACP agent). Sessions stored before agents existed ran
+        -- Claude Code. A column rather than a field of the JSON record: a session's agent never
+        -- changes, and the runtime picks the runner by it before it reads anything else.
+        ALTER TABLE sessions ADD COLUMN agent TEXT NOT NULL DEFAULT 'claude'
+            CHECK (typeof(agent) = 'text' AND agent <> '');
         """,
     ),
 )

@@ -89,6 +89,9 @@ LEAN_FILES = [
     *sorted((REPO / "bridge/host").rglob("*.py")),
     *sorted((REPO / "bridge/agents/claude").rglob("*.py")),
     *sorted((REPO / "bridge/agents").glob("scripted*.py")),
+    REPO / "bridge/agents/tool_render.py",
+    REPO / "bridge/agents/input_log.py",
+    REPO / "bridge/agents/child_process.py",
 ]
 LEAN_FORBIDDEN = {
     "pydantic",

@@ -103,7 +103,7 @@ def test_validators() -> None:
 
 
 def test_describe_lists_every_setting_with_its_origin(tmp_path: Path) -> None:
-    rows = describe(load_settings(flags=flags(tmp_path), env={}))
+    rows = describe(load_settings(flags=flags(tmp_path), env={"PATH": str(tmp_path / "bin")}))
     assert [name for name, _, _ in rows] == [
         "home",
         "relays",
@@ -116,5 +116,6 @@ def test_describe_lists_every_setting_with_its_origin(tmp_path: Path) -> None:
         "register_url",
         "register_token_file",
         "claude_path",
+        "agents.opencode",  # off: not on PATH (tests/test_agent_config.py)
     ]
     assert all(origin for _, _, origin in rows)

@@ -3,10 +3,12 @@
 - `model`: `Check` and `Status`;
 - `local`: home and database permissions, identity, credentials (no network, no writes);
 - `claude`: the Claude Code CLI (bundled with claude-agent-sdk, or on PATH) and its version;
+- `agents`: whether each configured ACP agent (OpenCode, ``[agents.<id>]``) starts;
 - `relays`: relay probes (connect, REQ, EOSE), the embedded relay's LAN address, clock skew;
 - `command`: the order of the checks, the report, and the CLI glue.
 """
 
+from bridge.doctor.agents import agent_check, check_agents
 from bridge.doctor.claude import (
     ClaudeCli,
     check_claude,
@@ -54,6 +56,8 @@ __all__ = [
     "RelayProbe",
     "Status",
     "add_doctor_command",
+    "agent_check",
+    "check_agents",
     "check_claude",
     "check_clock",
     "check_credentials",

@@ -4,7 +4,8 @@ Checks, in order (names for ``--skip`` in brackets): the settings [config]; the 
 [home] and database [database] permissions; the identity [identity]; whether the daemon runs
 [daemon]; each relay [relay]: connect, REQ, EOSE and their round-trip times (the embedded relay
 when none is configured and the daemon runs); where the embedded relay listens and whether its
-LAN address answers [lan]; the Claude Code CLI and its version [claude]; credentials [credentials];
+LAN address answers [lan]; the Claude Code CLI and its version [claude]; whether each configured
+ACP agent (OpenCode, ``[agents.<id>]``) starts [agent]; credentials [credentials];
 the clock against a relay [clock]; the relay registration endpoint [registration].
 
 The doctor writes nothing and publishes nothing; it reads the database read-only and talks to the
@@ -28,6 +29,7 @@ from bridge.config import ConfigError, Settings, default_home, load_settings
 from bridge.control.client import ControlClient, ControlError, DaemonNotRunning
 from bridge.control.render import safe_text
 from bridge.control.server import control_socket_path
+from bridge.doctor.agents import check_agents
 from bridge.doctor.claude import check_claude
 from bridge.doctor.local import check_credentials, check_database, check_home, check_identity
 from bridge.doctor.model import Check, Status
@@ -52,6 +54,7 @@ CHECK_NAMES: Final = (
     "relay",
     "lan",
     "claude",
+    "agent",
     "credentials",
     "clock",
     "registration",
@@ -193,6 +196,8 @@ async def run_checks(
             )
     if want("claude"):
         checks.append(await asyncio.to_thread(check_claude, env))
+    if want("agent") and settings is not None:
+        checks.extend(await check_agents(settings.agents, env))
     if want("credentials"):
         checks.append(check_credentials(home, env))
     if want("clock"):

@@ -13,6 +13,7 @@ Timers are data: the runtime sleeps until :meth:`Engine.next_deadline` and calls
 :mod:`~.agent_events`         what the runners report
 :mod:`~.pairing`              the pairing window, pair-requests, manual pairing, unpairing
 :mod:`~.heartbeat`            the ``sessions`` message and its timer
+:mod:`~.agents`               which agents sessions can run (Claude Code, checked ACP agents)
 :mod:`~.transcript`           numbering, storing and publishing transcript lines
 :mod:`~.state`                one :class:`~.state.SessionState` per session
 :mod:`~.phones`               the paired phones and their capabilities
@@ -41,6 +42,7 @@ from typing import assert_never
 from bridge.engine.accounts import Accounts
 from bridge.engine.admission import Admission, Admitted, fold_marks
 from bridge.engine.agent_events import AgentEvents
+from bridge.engine.agents import AgentCatalog
 from bridge.engine.attachments import Attachments
 from bridge.engine.broker import Card
 from bridge.engine.cards import Cards
@@ -69,6 +71,7 @@ from bridge.engine.inputs import (
     AgentOptionSet,
     AgentReady,
     AgentRestarted,
+    AgentsChecked,
     AgentStateChanged,
     AgentTookInput,
     CommandEventReceived,
@@ -177,7 +180,10 @@ class Engine:
         )
         self.sync = SyncServer()
         self.attachments = Attachments()
-        self.heartbeat = Heartbeat(config, self.sessions, self.phones, self.accounts, now)
+        self.agent_catalog = AgentCatalog(config.agents)
+        self.heartbeat = Heartbeat(
+            config, self.sessions, self.phones, self.accounts, self.agent_catalog, now
+        )
         self.pairing = Pairing(config, self.phones, self.heartbeat, self.sync, self.attachments)
         ingest = IngestGate(config.bridge_pubkey, state.processed, state.last_seen, decrypt)
         self.admission = Admission(ingest, self.phones, self.pairing)
@@ -191,6 +197,7 @@ class Engine:
             transcript,
             self.cards,
             self.accounts,
+            self.agent_catalog,
             self.sync,
             self.attachments,
             new_id,
@@ -305,6 +312,10 @@ class Engine:
                 return []
             case ModelsListed():
                 return commands.models_listed(event)
+            case AgentsChecked():
+                if self.agent_catalog.checked(event.checks):
+                    self.heartbeat.mark_dirty(now)
+                return []
             case ProviderProbed():
                 return self.accounts.provider_probed(
                     event.phone, event.profile_id, event.valid, self.phones.audience()
@@ -388,7 +399,7 @@ class Engine:
             case GsdRequestCommand():
                 return commands.gsd_request(command)
             case ModelsRequestCommand():
-                return commands.models_request()
+                return commands.models_request(command)
             case SetCredentialsCommand():
                 return self.accounts.set_credentials(command, phone)
             case SetDeviceConfigCommand():
@@ -471,6 +482,10 @@ class Engine:
     def pending_cards(self, session_id: str) -> list[Card]:
         """The open cards of a session, oldest first."""
         return self.cards.pending(session_id)
+
+    def agent_label(self, agent_id: str) -> str:
+        """How messages name an agent (``Claude Code``, a configured label, else its id)."""
+        return self.agent_catalog.label(agent_id)
 
     def resolve_provider(self, provider_id: str, model: str | None) -> ResolvedProvider | str:
         """A provider-bound session's profile for a spawn, or why it cannot run."""

@@ -109,6 +109,8 @@ class SessionRecord:
     seq_high: int = 0
     agent_seq: int = 0
     """The seq of the last record of the session host's journal applied (committed with it)."""
+    agent: str = "claude"
+    """The agent the session runs (``claude``, or the id of an ``[agents.<id>]`` table)."""
 
 
 # --- store operations (only inside a Commit) -------------------------------------------------
@@ -447,7 +449,12 @@ class SaveImage:
 
 @dataclass(frozen=True, slots=True)
 class ListModels:
-    """Ask the agent which models it offers (a live session's, or a short-lived one's)."""
+    """Ask the agent which models it offers (a live session's, or a short-lived one's).
+
+    ``agent`` is the agent the request named (None: a v10 request, Claude Code).
+    """
+
+    agent: str | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -7,7 +7,8 @@ Rules (PROTOCOL-v10-wire.md §6, REFERENCE-BEHAVIOUR §1.10):
   :data:`~bridge.engine.host.HEARTBEAT_DEBOUNCE` seconds passed since the first of them: a burst of agent events
   costs one heartbeat, and its strictly increasing ``created_at`` stays real time.
 - It lists every session but the pending ones, with the folders of the workspace roots, the
-  tombstones of closed sessions, the protocol version and the capabilities really implemented.
+  tombstones of closed sessions, the protocol version and the capabilities really implemented,
+  and (additive, v11's shape) the agents sessions can run (:mod:`bridge.engine.agents`).
 - The shutdown heartbeat marks every session ``offline`` and the machine ``machineOffline``.
 - Nothing is published while no phone is paired (the timer still runs).
 
@@ -18,6 +19,7 @@ replaced within a minute).
 from __future__ import annotations
 
 from bridge.engine.accounts import Accounts
+from bridge.engine.agents import AgentCatalog
 from bridge.engine.effects import Effect, Publish, SessionRecord
 from bridge.engine.host import EngineConfig
 from bridge.engine.phones import PhoneBook
@@ -37,12 +39,14 @@ class Heartbeat:
         sessions: SessionTable,
         phones: PhoneBook,
         accounts: Accounts,
+        agents: AgentCatalog,
         now: float,
     ) -> None:
         self._config = config
         self._sessions = sessions
         self._phones = phones
         self._accounts = accounts
+        self._agents = agents
         self._due_at = now
         self._dirty_since: float | None = None
         self.folders: tuple[str, ...] = ()
@@ -98,9 +102,10 @@ class Heartbeat:
             host=self._config.host,
             sessions=[self.info(r, offline=offline) for r in self._sessions.listed()],
             protocolVersion=PROTOCOL_VERSION,
-            capabilities=list(self._config.capabilities),
+            capabilities=list(self._agents.capabilities(self._config.capabilities)),
             folders=list(self.folders) if roots else None,
             roots=roots or None,
             removedSessions=list(self._sessions.tombstones) or None,
             machineOffline=True if offline else None,
+            agents=self._agents.descriptors(),
         )

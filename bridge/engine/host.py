@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from bridge.engine.agents import ConfiguredAgent
 from bridge.protocol import (
     CHUNKED,
     CUSTOM_PROVIDERS,
@@ -33,7 +34,8 @@ BRIDGE_CAPABILITIES: tuple[str, ...] = (
     CUSTOM_PROVIDERS,
     CHUNKED,
 )
-"""What this bridge really implements today (a heartbeat never advertises more)."""
+"""What this bridge really implements today (a heartbeat never advertises more); ``opencode``
+joins while OpenCode is offered (:class:`~bridge.engine.agents.AgentCatalog`)."""
 
 HEARTBEAT_INTERVAL = 60.0
 HEARTBEAT_DEBOUNCE = 1.0
@@ -56,3 +58,5 @@ class EngineConfig:
     """The user's home directory (the risk gate guards it)."""
     env_api_key: str | None = field(default=None, repr=False)
     """The daemon environment's ``ANTHROPIC_API_KEY`` (it wins over a stored key)."""
+    agents: tuple[ConfiguredAgent, ...] = ()
+    """The ACP agents of the configuration (offered once their start-up check passed)."""

@@ -11,6 +11,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from bridge.engine.agents import AgentCheck
 from bridge.nostr.event import VerifiedEvent
 from bridge.protocol import GsdState, ModelEntry, OutputEntry
 
@@ -25,6 +26,7 @@ __all__ = [
     "AgentRestarted",
     "AgentStateChanged",
     "AgentTookInput",
+    "AgentsChecked",
     "CommandEventReceived",
     "CredentialsProbed",
     "FolderCreated",
@@ -307,10 +309,21 @@ class ImageSaved:
 
 @dataclass(frozen=True, slots=True)
 class ModelsListed:
-    """The answer to ``ListModels``: the models (may be empty) and the default, if known."""
+    """The answer to ``ListModels``: the models (may be empty) and the default, if known.
+
+    ``agent`` is the agent the request named (None: a v10 request, Claude Code's models).
+    """
 
     models: tuple[ModelEntry, ...]
     default_model: str | None = None
+    agent: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class AgentsChecked:
+    """The daemon's start-up check of the configured ACP agents finished (one per agent)."""
+
+    checks: tuple[AgentCheck, ...]
 
 
 @dataclass(frozen=True, slots=True)
@@ -370,6 +383,7 @@ Input = (
     | ImageRefused
     | ImageSaved
     | ModelsListed
+    | AgentsChecked
     | SessionCommitted
     | SyncChunkSent
     | ToolBlocked

@@ -4,7 +4,10 @@ What each command does (PROTOCOL-v10-wire.md §5, REFERENCE-BEHAVIOUR §1.9–1.
 
 - ``create-session``: a *pending* record is saved with ``session-pending`` to every phone, then
   the runner starts; ``session-ready`` (or ``session-failed``) follows from the agent's events.
-  A provider profile that cannot serve the session refuses it at once (pending, then failed).
+  The session's agent is the one ``backend`` / ``agent`` name (:mod:`bridge.engine.agents`),
+  Claude Code when neither is given. An agent that is not offered, a provider profile that
+  cannot serve the session, or a profile for an agent other than Claude Code (profiles are
+  Anthropic-compatible endpoints for Claude Code) refuses it at once (pending, then failed).
 - ``input``: the user's line is recorded, an inbox row is written for the runner and the
   ``input-ack`` goes out — all in one commit — then the runner is told to take its inbox. A
   session being created or gone answers ``input-failed{no-session}``, one whose runner ended for
@@ -16,7 +19,8 @@ What each command does (PROTOCOL-v10-wire.md §5, REFERENCE-BEHAVIOUR §1.9–1.
 - ``interrupt``: every open card of the session is denied, then the runner is interrupted.
 - ``create-folder``, ``sync-request`` / ``sync-ack``, ``usage-request``, ``gsd-request``,
   ``models-request``, ``upload-image``: checked here, the slow part is an errand of the runtime
-  whose answer comes back as an input.
+  whose answer comes back as an input. ``models-request`` answers Claude Code's models, or
+  those of the agent its additive ``backend`` / ``agent`` names.
 
 Handlers return only their own effects; admission adds the processed marks (see
 :mod:`bridge.engine.admission`).
@@ -29,6 +33,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from bridge.engine.accounts import Accounts
+from bridge.engine.agents import CLAUDE, AgentCatalog, Refused, agent_of_backend
 from bridge.engine.attachments import Attachments
 from bridge.engine.cards import Cards
 from bridge.engine.effects import (
@@ -85,6 +90,7 @@ from bridge.protocol import (
     ModeCommand,
     ModelCommand,
     ModelsMessage,
+    ModelsRequestCommand,
     OutputEntry,
     QuestionInputCommand,
     SessionFailedMessage,
@@ -103,6 +109,11 @@ __all__ = ["NO_MODELS_ERROR", "SessionCommands"]
 NO_MODELS_ERROR = "No live Claude session answered — start or open a session and try again."
 
 
+def no_models_error(label: str) -> str:
+    """The ``models.error`` when an agent other than Claude Code listed no model."""
+    return f"{label} listed no model — start a session with it and try again."
+
+
 class SessionCommands:
     """The handlers of the session commands (see the module docstring)."""
 
@@ -115,6 +126,7 @@ class SessionCommands:
         transcript: Transcript,
         cards: Cards,
         accounts: Accounts,
+        agents: AgentCatalog,
         sync: SyncServer,
         attachments: Attachments,
         new_id: Callable[[], str],
@@ -126,6 +138,7 @@ class SessionCommands:
         self._transcript = transcript
         self._cards = cards
         self._accounts = accounts
+        self._agents = agents
         self._sync = sync
         self._attachments = attachments
         self._new_id = new_id
@@ -138,21 +151,18 @@ class SessionCommands:
 
     def create(self, command: CreateSessionCommand, now: float) -> list[Effect]:
         session_id = self._new_id()
-        refusal: str | None = None
         model = command.model or None
-        if command.providerId is not None:
-            resolved = self._accounts.book.resolve_for_session(command.providerId, model)
-            if isinstance(resolved, str):
-                refusal = resolved
-            else:
-                model = resolved.model
-        if command.backend == "opencode":
-            refusal = "this bridge runs Claude Code sessions only (backend opencode is unavailable)"
+        agent = self._agents.choose(command.backend, command.agent)
+        refusal: str | None = None
+        if isinstance(agent, Refused):
+            refusal = agent.reason
+        elif command.providerId is not None:
+            refusal, model = self._bind_provider(command.providerId, agent, model)
         pending = SessionPendingMessage(
             pendingId=session_id, machine=self._config.machine, createdAt=iso(now)
         )
-        if refusal is not None:
-            failed = SessionFailedMessage(pendingId=session_id, reason=refusal)
+        if refusal is not None or isinstance(agent, Refused):
+            failed = SessionFailedMessage(pendingId=session_id, reason=refusal or "")
             return [Commit((), outbox=self._to_all(pending, failed))]
         record = SessionRecord(
             session_id=session_id,
@@ -164,12 +174,30 @@ class SessionCommands:
             model=model,
             effort_level=command.defaultEffort,
             provider_id=command.providerId,
+            agent=agent,
         )
         self._sessions.add(record)
         return [
             Commit((SaveSession(record),), outbox=self._to_all(pending)),
             StartRunner(record, resume=False, create_cwd=bool(command.createCwd)),
         ]
+
+    def _bind_provider(
+        self, provider_id: str, agent: str, model: str | None
+    ) -> tuple[str | None, str | None]:
+        """(why the profile cannot serve the session, the session's model)."""
+        if agent != CLAUDE:
+            # A profile is an Anthropic-compatible endpoint that Claude Code is pointed at.
+            label = self._agents.label(agent)
+            return (
+                f"provider profiles apply to Claude Code sessions only; {label} uses its own "
+                "configuration (start the session without a provider)",
+                model,
+            )
+        resolved = self._accounts.book.resolve_for_session(provider_id, model)
+        if isinstance(resolved, str):
+            return resolved, model
+        return None, resolved.model
 
     def close(self, command: CloseSessionCommand, now: float) -> list[Effect]:
         """Drop the session with all its state (cards, cost, meta go with its SessionState)."""
@@ -332,15 +360,29 @@ class SessionCommands:
         message = GsdStateMessage(sessionId=event.session_id, gsd=event.state)
         return [Publish(message, self._phones.audience())]
 
-    @staticmethod
-    def models_request() -> list[Effect]:
-        return [ListModels()]
+    def models_request(self, command: ModelsRequestCommand) -> list[Effect]:
+        """A v10 request (neither ``backend`` nor ``agent``) lists Claude Code's models."""
+        if command.backend is None and command.agent is None:
+            return [ListModels()]
+        agent = self._agents.choose(command.backend, command.agent)
+        if isinstance(agent, Refused):
+            named = command.agent or agent_of_backend(command.backend)
+            refused = ModelsMessage(models=[], error=agent.reason, agent=named)
+            return [Commit((), outbox=self._to_all(refused))]
+        return [ListModels(agent)]
 
     def models_listed(self, event: ModelsListed) -> list[Effect]:
         if event.models:
-            models = ModelsMessage(models=list(event.models), defaultModel=event.default_model)
+            models = ModelsMessage(
+                models=list(event.models), defaultModel=event.default_model, agent=event.agent
+            )
         else:
-            models = ModelsMessage(models=[], error=NO_MODELS_ERROR)
+            error = (
+                NO_MODELS_ERROR
+                if event.agent in (None, CLAUDE)
+                else no_models_error(self._agents.label(event.agent))
+            )
+            models = ModelsMessage(models=[], error=error, agent=event.agent)
         return [Commit((), outbox=self._to_all(models))]
 
     # --- images ----------------------------------------------------------------------------

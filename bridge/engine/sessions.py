@@ -11,6 +11,7 @@ import posixpath
 import re
 from collections.abc import Sequence
 
+from bridge.engine.agents import backend_of
 from bridge.engine.effects import SessionRecord
 from bridge.protocol import RemoteSessionInfo
 
@@ -49,7 +50,11 @@ def is_slash_command(text: str) -> bool:
 def to_remote_info(
     record: SessionRecord, *, offline: bool = False, provider_label: str | None = None
 ) -> RemoteSessionInfo:
-    """The wire view of a record (``lineCount`` = ``seqHigh``, ``slug`` = first 8 of the id)."""
+    """The wire view of a record (``lineCount`` = ``seqHigh``, ``slug`` = first 8 of the id).
+
+    ``backend`` is the late-v10 word for the agent (``opencode``; absent for Claude Code, which
+    v10 says an absent one means); ``agent`` (additive) is the agent's id for any agent.
+    """
     state = "offline" if offline else record.state
     percentage = record.context_percentage
     return RemoteSessionInfo(
@@ -70,6 +75,8 @@ def to_remote_info(
         seqHigh=record.seq_high,
         providerId=record.provider_id,
         providerLabel=provider_label if record.provider_id else None,
+        backend=backend_of(record.agent),
+        agent=record.agent,
     )
 
 

@@ -37,6 +37,7 @@ __all__ = ["DRIVERS", "main"]
 DRIVERS = {
     "claude": ("bridge.agents.claude", "claude_driver_factory"),
     "scripted": ("bridge.agents.scripted", "scripted_driver_factory"),
+    "acp": ("bridge.agents.acp", "acp_driver_factory"),
 }
 """Agent kind → (module, factory name): imported only when that agent runs."""
 

@@ -29,7 +29,7 @@ __all__ = [
     "encode_launch",
 ]
 
-AGENTS: Final = frozenset({"claude", "scripted"})
+AGENTS: Final = frozenset({"claude", "scripted", "acp"})
 """The agent kinds a host can run (the driver modules it imports by name)."""
 DEFAULT_ORPHAN_TIMEOUT: Final = 3600.0
 """Seconds a host whose agent is idle waits for a daemon before it stops by itself."""

@@ -164,6 +164,8 @@ from .primitives import (
 )
 from .ranges import Range
 from .shared import (
+    AgentDescriptor,
+    AgentSupports,
     AuthStatus,
     DeviceConfig,
     DiffData,
@@ -237,6 +239,8 @@ __all__ = [
     "SYNC_MESSAGE_TYPES",
     "SYNC_V1",
     "USAGE",
+    "AgentDescriptor",
+    "AgentSupports",
     "AppUnderTest",
     "Assembler",
     "AuthStatus",

@@ -111,7 +111,8 @@ CAPABILITIES: Final = (
         OPENCODE,
         Tier.HARD_GATE,
         "Late v10 (OpenCode build), phone side: send create-session.backend 'opencode' only "
-        "when the bridge advertises it. This bridge runs Claude Code only and does not.",
+        "when the bridge advertises it. This bridge advertises it only while OpenCode is "
+        "configured and its start-up check passed.",
         late_v10=True,
     ),
 )

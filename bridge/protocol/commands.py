@@ -153,7 +153,11 @@ class SyncAckCommand(Command):
 
 
 class CreateSessionCommand(Command):
-    """Start a session. ``providerId`` binds it to a provider profile for its whole life."""
+    """Start a session. ``providerId`` binds it to a provider profile for its whole life.
+
+    ``backend`` (late v10) and ``agent`` (additive, v11's name: an id of the heartbeat's
+    ``agents``) choose the agent; absent both, Claude Code.
+    """
 
     type: Literal["create-session"] = "create-session"
     defaultEffort: Opt[EffortLevel] = None
@@ -163,6 +167,7 @@ class CreateSessionCommand(Command):
     createCwd: Opt[Bool] = None
     providerId: Opt[NonEmptyStr] = None
     backend: Opt[SessionBackend] = None
+    agent: Opt[NonEmptyStr] = None
 
 
 class RefreshSessionsCommand(Command):
@@ -238,9 +243,12 @@ class GsdRequestCommand(Command):
 
 
 class ModelsRequestCommand(Command):
-    """Ask for the models the bridge can run."""
+    """Ask for the models the bridge can run: Claude Code's, or (additive) those of the agent
+    ``backend`` or ``agent`` names."""
 
     type: Literal["models-request"] = "models-request"
+    backend: Opt[SessionBackend] = None
+    agent: Opt[NonEmptyStr] = None
 
 
 class SetCredentialsCommand(Command):

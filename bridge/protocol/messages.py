@@ -30,6 +30,7 @@ from .primitives import (
     WireModel,
 )
 from .shared import (
+    AgentDescriptor,
     AuthStatus,
     GsdState,
     ModelEntry,
@@ -88,6 +89,7 @@ class SessionsMessage(WireModel):
     roots: Opt[list[Str]] = None
     removedSessions: Opt[list[Str]] = None
     machineOffline: Opt[Bool] = None
+    agents: Opt[list[AgentDescriptor]] = None
 
 
 class OutputMessage(WireModel):
@@ -239,13 +241,15 @@ class GsdStateMessage(WireModel):
 class ModelsMessage(WireModel):
     """The models this bridge can run; correlate by the event author (the machine's pubkey).
 
-    ``error`` comes only together with an empty ``models``.
+    ``error`` comes only together with an empty ``models``. ``agent`` (additive) names the
+    agent whose models these are, when the request named one.
     """
 
     type: Literal["models"] = "models"
     models: list[ModelEntry]
     defaultModel: Opt[Str] = None
     error: Opt[Str] = None
+    agent: Opt[Str] = None
 
 
 class CredentialsAckMessage(WireModel):

@@ -296,8 +296,13 @@ def _shape(annotation: object) -> int:
     args = get_args(annotation)
     if origin is list and args and _is_model(args[0]):
         return MODEL_LIST
-    if origin in (Union, UnionType) and any(_is_model(arg) for arg in args):
-        return MODEL
+    if origin in (Union, UnionType):
+        # An optional field (``Opt[list[Model]]``, ``Model | None``) holds what its member does.
+        shapes = {_shape(arg) for arg in args if arg is not type(None)}
+        if MODEL_LIST in shapes:
+            return MODEL_LIST
+        if MODEL in shapes:
+            return MODEL
     return PLAIN
 
 

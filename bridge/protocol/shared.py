@@ -42,6 +42,8 @@ from .primitives import (
 )
 
 __all__ = [
+    "AgentDescriptor",
+    "AgentSupports",
     "AuthStatus",
     "DeviceConfig",
     "DiffData",
@@ -90,6 +92,32 @@ class RemoteSessionInfo(WireModel):
     providerId: Opt[Str] = None
     providerLabel: Opt[Str] = None
     backend: Opt[SessionBackend] = None
+    agent: Opt[Str] = None
+
+
+class AgentSupports(WireModel):
+    """What the bridge does for sessions of one agent (v11's ``AgentDescriptor.supports``)."""
+
+    models: Bool
+    usage: Bool
+    providers: Bool
+    gsd: Bool
+    interrupt: Bool
+
+
+class AgentDescriptor(WireModel):
+    """An agent sessions can run, as the heartbeat's additive ``agents`` list names it.
+
+    The shape of v11's ``AgentDescriptor`` (id, label, modes, efforts, supports), carried in a
+    v10 heartbeat as an additive field: v10 phones strip it. ``modes`` and ``efforts`` are free
+    strings, as in v11; this bridge lists the v10 permission modes it offers for the agent.
+    """
+
+    id: NonEmptyStr
+    label: NonEmptyStr
+    modes: list[Str]
+    efforts: list[Str]
+    supports: AgentSupports
 
 
 class DiffLine(WireModel):

@@ -13,6 +13,7 @@ One phone ``input`` crosses four files, in this order:
 Around them, one job per module: ``clock`` (wall time for ``created_at``, monotonic for deadlines),
 ``boot`` (the durable state the engine is rebuilt from), ``subscriptions`` (the relay filters),
 ``runners`` and ``agent_env`` (agent sessions, their environment and the PreToolUse check),
+``agent_probe`` (whether each configured ACP agent starts, and the models it offers),
 ``host_runner`` with ``host_link``, ``host_launcher`` and ``host_records`` (each session's agent
 runs in a session host that outlives the daemon: adopting, spawning, following its journal),
 ``errands`` (folder scans, model lists, uploads), ``control_handler`` (the local socket's

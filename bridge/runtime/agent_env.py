@@ -9,14 +9,26 @@ tool call, and the model list.
   Otherwise a key stored from the phone is used when the environment has none.
 - **Runner factory.** Every session runs in a session host (:mod:`bridge.host`), a process of
   its own that outlives the daemon; the daemon's runner of it is
-  :class:`~bridge.runtime.host_runner.HostRunner`, for Claude Code and the scripted test agent
-  (``agent = "scripted"``) alike. The host gets the agent's complete environment at each spawn
-  (start, restart, resume): the daemon's own minus systemd's variables, plus the session's.
+  :class:`~bridge.runtime.host_runner.HostRunner`, for every agent. Which agent is per session
+  (its record's ``agent``): Claude Code (or the scripted test agent that replaces it with
+  ``agent = "scripted"``), or an ACP agent of ``[agents.<id>]``, run by the host's ``acp``
+  driver (options: :func:`acp_driver_options`). The host gets the agent's complete
+  environment at each spawn (start, restart, resume): the daemon's own minus systemd's
+  variables, plus the session's — a provider profile's for Claude Code, the ``env`` table for
+  an ACP agent. A session whose ACP agent is no longer configured fails at its next start or
+  restart, saying so. Provider profiles are for Claude Code only.
+- **The ACP agents' check.** Once at start, in the background (:mod:`.agent_probe`): the
+  engine hears ``AgentsChecked`` and advertises the agents that started.
 - **The PreToolUse check.** Claude Code runs a hook before every tool call, also the ones its own
   rules would allow: the verdict is :func:`~bridge.engine.gate.pre_tool_verdict` (pure, one
   failure policy: it never fails open). Telling whether a Write is Claude Code's own plan file
   is I/O (its config directory, symlinks), so it is checked here and passed in.
-- **Models.** A live session's list, else a short-lived CLI's.
+- **Models.** Per agent: a live session's list, else a short-lived agent's — Claude Code's
+  CLI, or an ACP agent's ``session/new`` in a temporary directory
+  (:func:`~bridge.runtime.agent_probe.list_agent_models`, 4–5 s for OpenCode, measured). That
+  leaves an empty session in the agent's own history (OpenCode has no ``session/delete`` over
+  ACP), so it runs only when a phone asks and no live session can answer, never at start, and
+  its list is kept for :data:`MODELS_KEEP` seconds.
 
 The engine is read only through its queries.
 """
@@ -24,27 +36,49 @@ The engine is read only through its queries.
 from __future__ import annotations
 
 import dataclasses
+import importlib.util
 import logging
 import os
+import time
 from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import Any, assert_never
+from typing import Any, Final, assert_never
 
-from bridge.agents.base import Emit, Runner, RunnerFactory, SessionSpec
+from bridge.agent_config import AgentConfig
+from bridge.agents.base import Emit, Runner, RunnerError, RunnerFactory, SessionSpec
 from bridge.config import Settings
+from bridge.engine.agents import CLAUDE, AgentCheck
 from bridge.engine.core import Engine
 from bridge.engine.effects import SessionRecord
 from bridge.engine.gate import HookDecision, SessionFacts, pre_tool_verdict
-from bridge.engine.inputs import Input, ToolBlocked
+from bridge.engine.inputs import AgentsChecked, Input, ToolBlocked
 from bridge.host.launch import DEFAULT_ORPHAN_TIMEOUT
 from bridge.protocol import ModelEntry
+from bridge.runtime.agent_probe import AgentProbe, list_agent_models, probe_agents
 from bridge.runtime.host_launcher import HostLauncher
 from bridge.runtime.host_runner import HostRunner, HostStore
 from bridge.runtime.runners import RunnerManager
 
-__all__ = ["AgentEnvironment", "AgentLoadError", "base_environment", "is_plan_file_write"]
+__all__ = [
+    "ACP_AGENT_KIND",
+    "ACP_RECORD_DIR",
+    "MODELS_KEEP",
+    "AgentEnvironment",
+    "AgentLoadError",
+    "acp_driver_options",
+    "base_environment",
+    "is_plan_file_write",
+    "no_longer_configured",
+]
 
 logger = logging.getLogger(__name__)
+
+ACP_AGENT_KIND: Final = "acp"
+"""The session host's agent kind of every ACP agent (its driver: ``bridge.agents.acp``)."""
+ACP_RECORD_DIR: Final = "acp"
+"""The ACP driver's input logs, under the bridge home (as ``scripted`` for the scripted agent)."""
+MODELS_KEEP: Final = 600.0
+"""Seconds an ACP agent's model list from a short-lived run is kept (see the docstring)."""
 
 SERVICE_ONLY_ENV = frozenset({"NOTIFY_SOCKET", "LISTEN_FDS", "LISTEN_PID", "LISTEN_FDNAMES"})
 """systemd's variables for the daemon itself, not for the agents it spawns."""
@@ -61,6 +95,30 @@ def base_environment(environ: Mapping[str, str]) -> dict[str, str]:
 
 class AgentLoadError(Exception):
     """The agent runner cannot load; the message says how to fix it."""
+
+
+def acp_driver_options(agent: AgentConfig, home: Path) -> dict[str, Any]:
+    """The ``acp`` driver's options for `agent` (JSON values: they travel in the launch spec).
+
+    ``command`` is the argv, its program already resolved; the driver adds the agent's own
+    asking-mode variables (``OPENCODE_PERMISSION`` …) to the environment it is given.
+    ``record_dir`` (the driver's ``RECORD_DIR_OPTION``) is where it keeps each session's input
+    log across hosts: :data:`ACP_RECORD_DIR` in the bridge home.
+    """
+    return {
+        "agent_id": agent.agent_id,
+        "label": agent.label,
+        "command": list(agent.command),
+        "record_dir": str(home / ACP_RECORD_DIR),
+    }
+
+
+def no_longer_configured(agent_id: str) -> str:
+    """Why a session of an agent that left the configuration cannot start."""
+    return (
+        f'the agent "{agent_id}" of this session is no longer configured on this machine; '
+        f"add [agents.{agent_id}] to config.toml again (and restart the bridge) to resume it"
+    )
 
 
 def is_plan_file_write(tool_name: str, tool_input: Mapping[str, Any]) -> bool:
@@ -93,16 +151,33 @@ class AgentEnvironment:
         feed: puts an input on the engine's queue (a blocked tool call is recorded).
     """
 
-    def __init__(self, settings: Settings, engine: Engine, feed: Callable[[Input], None]) -> None:
+    def __init__(
+        self,
+        settings: Settings,
+        engine: Engine,
+        feed: Callable[[Input], None],
+        *,
+        monotonic: Callable[[], float] = time.monotonic,
+    ) -> None:
         self._settings = settings
         self._engine = engine
         self._feed = feed
+        self._monotonic = monotonic
+        self._acp = {agent.agent_id: agent for agent in settings.agents}
+        self._models_kept: dict[str, tuple[float, list[ModelEntry]]] = {}
+        self.probes: dict[str, AgentProbe] = {}
+        """The last check of each ACP agent (empty until it finished)."""
 
     # --- environments ---------------------------------------------------------------------
 
     def session_env(self, record: SessionRecord) -> dict[str, str] | str:
         """Variables a session's agent gets on top of the daemon's environment, or why it
         cannot start (checked at every spawn, restart and resume)."""
+        if record.agent != CLAUDE:
+            agent = self._acp.get(record.agent)
+            if agent is None:
+                return no_longer_configured(record.agent)
+            return dict(agent.env)
         if record.provider_id is not None:
             resolved = self._engine.resolve_provider(record.provider_id, record.model)
             return resolved if isinstance(resolved, str) else {}
@@ -123,7 +198,8 @@ class AgentEnvironment:
         if isinstance(extra, str):
             return extra
         env.update(extra)
-        if spec.provider_id is None or self._settings.agent != "claude":
+        claude = record is None or record.agent == CLAUDE
+        if spec.provider_id is None or self._settings.agent != "claude" or not claude:
             return env
         from bridge.agents.claude import provider_env
 
@@ -154,14 +230,23 @@ class AgentEnvironment:
     def runner_factory(
         self, launcher: HostLauncher, store: HostStore, *, log_level: str = "INFO"
     ) -> RunnerFactory:
-        """Runners of the configured agent, each running its session in a session host.
+        """Runners of each session's agent, each running its session in a session host.
+
+        The agent is looked up when the runner is made (the session's record): Claude Code's
+        kind for ``claude``, :data:`ACP_AGENT_KIND` for an ACP agent.
 
         Raises:
-            AgentLoadError: the agent's driver cannot be imported (checked here, at start-up,
+            AgentLoadError: Claude Code's driver cannot be imported (checked here, at start-up,
                 rather than in every host).
         """
         agent = self._settings.agent
         options: dict[str, Any]
+        if self._acp and importlib.util.find_spec("bridge.agents.acp") is None:
+            logger.warning(
+                "! ACP agents are configured (%s) but the ACP driver (bridge.agents.acp) is "
+                "missing: their sessions cannot start; reinstall the project",
+                ", ".join(self._acp),
+            )
         if agent == "scripted":
             logger.warning(
                 "sessions run the scripted test agent (agent = scripted), not Claude Code"
@@ -184,15 +269,23 @@ class AgentEnvironment:
             label = "Claude Code"
 
         def make(session_id: str, emit: Emit) -> Runner:
+            record = self._engine.session(session_id)
+            kind, named, driver_options = agent, label, options
+            if record is not None and record.agent != CLAUDE:
+                acp_agent = self._acp.get(record.agent)
+                if acp_agent is None:
+                    raise RunnerError(no_longer_configured(record.agent))
+                kind, named = ACP_AGENT_KIND, acp_agent.label
+                driver_options = acp_driver_options(acp_agent, self._settings.home)
             return HostRunner(
                 session_id,
                 emit,
                 launcher=launcher,
-                agent=agent,
-                label=label,
+                agent=kind,
+                label=named,
                 env_for=self.agent_env,
                 spec_for=self.current_spec,
-                driver_options=options,
+                driver_options=driver_options,
                 tool_check=self.tool_check,
                 diff_allowed=self._engine.diff_allowed,
                 store=store,
@@ -217,13 +310,16 @@ class AgentEnvironment:
             else None
         )
         config = self._engine.config
+        # Claude Code's own plan file is Claude Code's: another agent writing there is not
+        # writing a plan.
+        claude = record is not None and record.agent == CLAUDE
         verdict = pre_tool_verdict(
             tool_name,
             tool_input,
             session,
             roots=tuple(config.roots),
             home=config.home,
-            plan_file_write=is_plan_file_write(tool_name, tool_input),
+            plan_file_write=claude and is_plan_file_write(tool_name, tool_input),
         )
         if verdict.problem is not None:
             logger.warning(
@@ -246,11 +342,16 @@ class AgentEnvironment:
 
     # --- models ---------------------------------------------------------------------------
 
-    async def list_models(self, runners: RunnerManager) -> list[ModelEntry]:
-        """The models for ``models-request``: a live session's, else a short-lived CLI's."""
+    async def list_models(
+        self, runners: RunnerManager, agent_id: str | None = None
+    ) -> list[ModelEntry]:
+        """The models for ``models-request`` of `agent_id` (None: Claude Code's): a live
+        session's, else a short-lived agent's (see the module docstring)."""
+        if agent_id is not None and agent_id != CLAUDE:
+            return await self._acp_models(runners, agent_id)
         if self._settings.agent == "scripted":
             return [ModelEntry(id="scripted", label="Scripted test agent")]
-        models = runners.models()
+        models = runners.models(CLAUDE)
         if models or not self._settings.workspaces:
             return models
         from bridge.agents.claude import fetch_models
@@ -265,3 +366,44 @@ class AgentEnvironment:
             logger.exception("! listing the Claude Code models failed")
             return []
         return [ModelEntry(id=c.id, label=c.label) for c in choices]
+
+    async def _acp_models(self, runners: RunnerManager, agent_id: str) -> list[ModelEntry]:
+        agent = self._acp.get(agent_id)
+        if agent is None:
+            return []
+        live = runners.models(agent_id)
+        if live:
+            return live
+        kept = self._models_kept.get(agent_id)
+        if kept is not None and kept[0] > self._monotonic():
+            return list(kept[1])
+        listed = await list_agent_models(agent, base_environment(os.environ))
+        if listed.reason is not None:
+            logger.warning("! listing the models of %s failed: %s", agent_id, listed.reason)
+        models = list(listed.models)
+        if models:
+            self._models_kept[agent_id] = (self._monotonic() + MODELS_KEEP, models)
+        logger.info(
+            "agent %s: %d model(s) from a short-lived run (%.1f s)",
+            agent_id,
+            len(models),
+            listed.seconds,
+        )
+        return models
+
+    # --- the ACP agents' check ---------------------------------------------------------------
+
+    async def check_agents(self) -> None:
+        """Check every configured ACP agent once; the engine hears ``AgentsChecked``.
+
+        Run in the background at start: the daemon is ready and its first heartbeat is out
+        before the agents answered (OpenCode takes 2–4 s); the engine republishes the heartbeat
+        when the agents that started join it.
+        """
+        agents = list(self._acp.values())
+        if not agents:
+            return
+        probes = await probe_agents(agents, base_environment(os.environ))
+        self.probes = {probe.agent_id: probe for probe in probes}
+        checks = tuple(AgentCheck(p.agent_id, p.started, p.reason) for p in probes)
+        self._feed(AgentsChecked(checks))

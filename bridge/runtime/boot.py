@@ -45,6 +45,8 @@ def session_record(data: Mapping[str, Any]) -> SessionRecord | str:
         return f"it does not fit a session record ({exc})"
     if not isinstance(record.session_id, str) or not isinstance(record.cwd, str):
         return "its id or cwd is not text"
+    if not isinstance(record.agent, str) or not record.agent:
+        return "its agent is not a name"
     if not isinstance(record.seq_high, int) or isinstance(record.seq_high, bool):
         return "its seq_high is not a number"
     if (

@@ -93,8 +93,9 @@ def op_statements(op: StoreOp, now: int) -> list[Statement]:
         case DeletePhone():
             return state.delete_phone_statements(op.pubkey)
         case SaveSession():
-            record = op.record
-            return state.save_session_statements(record.session_id, dataclasses.asdict(record))
+            data = dataclasses.asdict(op.record)
+            agent = data.pop("agent")
+            return state.save_session_statements(op.record.session_id, data, agent=agent)
         case DeleteSession():
             return state.delete_session_statements(op.session_id)
         case AddTombstone():

@@ -11,6 +11,7 @@ and stop:
 ``host_runner``        one session's runner: its session host adopted or spawned, its journal
 ``host_launcher``      starting, finding and stopping session hosts (``host_link``: the socket)
 ``agent_env``          the agents' environment, runner factory, PreToolUse check and model list
+``agent_probe``        whether each configured ACP agent starts (checked in the background)
 ``errands``            slow work answered later: probes, downloads, images, folders, models
 ``control_handler``    the control socket's answers and the pairing waiters
 ``periodic``           the 30 s work: folder scan, outbox retry, retention, status
@@ -24,7 +25,8 @@ Start-up: lock the home (one daemon per home) → open the database → load or 
 engine → serve the control socket → connect the relay pool (subscriptions rebuilt from the
 engine; each relay's first open re-sends the outbox) → scan the folders → stop the hosts of
 sessions the store no longer has → resume sessions (adopting their hosts) → the engine loop →
-the phones' commands, held until every host re-presented its cards → the periodic work and the
+the check of the ACP agents, in the background (its result joins a later heartbeat) → the
+phones' commands, held until every host re-presented its cards → the periodic work and the
 commit watcher → ``READY=1``.
 
 Shutdown (SIGTERM/SIGINT, or a critical task that ended): the engine loop finishes its current
@@ -57,6 +59,7 @@ from pathlib import Path
 from bridge.agents.base import RunnerFactory
 from bridge.config import Settings
 from bridge.control.server import CONTROL_SOCKET_NAME, ControlServer, ControlSocketError
+from bridge.engine.agents import ConfiguredAgent
 from bridge.engine.core import Engine, EngineConfig
 from bridge.engine.effects import Publish
 from bridge.engine.inputs import CommandEventReceived, Input
@@ -197,6 +200,7 @@ class Daemon:
                 roots=tuple(str(p) for p in settings.workspaces),
                 env_api_key=os.environ.get("ANTHROPIC_API_KEY"),
                 home=str(Path.home()),
+                agents=tuple(ConfiguredAgent(a.agent_id, a.label) for a in settings.agents),
             ),
             state,
             decrypt=lambda author, payload: decrypt(payload, self._keys.get(author)),
@@ -224,7 +228,7 @@ class Daemon:
         errands = Errands(
             lambda event: loop.feed(event),
             settings.workspaces,
-            list_models=lambda: agents.list_models(runners),
+            list_models=lambda agent: agents.list_models(runners, agent),
         )
 
         # Phones' commands wait until the sessions' hosts were adopted (see `settle`).
@@ -299,6 +303,8 @@ class Daemon:
                 self._critical_exit("the boot", exc)
                 raise DaemonError(f"the boot stopped ({exc}); see the log above") from exc
             loop_task = self.tasks.spawn(loop.run(), "the engine loop", critical=True)
+            # Agents take seconds to start: nothing waits for their check.
+            self.tasks.spawn(agents.check_agents(), "the ACP agents' check")
             # A phone's answer to a card must find the card: the hosts re-present theirs first.
             if not await runners.settle(SETTLE_TIMEOUT):
                 logger.warning(

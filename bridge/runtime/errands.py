@@ -61,8 +61,9 @@ Errand = (
     | CreateFolder
     | ListModels
 )
-ModelLister = Callable[[], Awaitable[list[ModelEntry]]]
-"""Asks the agents which models they offer (see ``bridge.runtime.agent_env``)."""
+ModelLister = Callable[[str | None], Awaitable[list[ModelEntry]]]
+"""Asks an agent (None: Claude Code, for a v10 request) which models it offers (see
+``bridge.runtime.agent_env``)."""
 DEFAULT_ANTHROPIC_URL = "https://api.anthropic.com"
 
 
@@ -111,7 +112,7 @@ class Errands:
             case CreateFolder():
                 self._tasks.spawn(self._create_folder(errand), "create-folder")
             case ListModels():
-                self._tasks.spawn(self._models(), "list-models")
+                self._tasks.spawn(self._models(errand.agent), "list-models")
             case _:
                 assert_never(errand)
 
@@ -132,14 +133,14 @@ class Errands:
         self._feed(FolderCreated(errand.request_id, path))
         await self.scan_folders()
 
-    async def _models(self) -> None:
+    async def _models(self, agent: str | None) -> None:
         models: list[ModelEntry] = []
         if self._list_models is not None:
             try:
-                models = await self._list_models()
+                models = await self._list_models(agent)
             except Exception:  # the phone still gets an answer: "no live session answered"
                 logger.exception("! listing the models failed")
-        self._feed(ModelsListed(tuple(models)))
+        self._feed(ModelsListed(tuple(models), agent=agent))
 
     async def _probe_provider(self, errand: ProbeProvider) -> None:
         request = ProbeRequest(base_url=errand.base_url, token=errand.token, model=errand.model)

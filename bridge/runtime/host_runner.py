@@ -156,7 +156,7 @@ class HostRunner:
         session_id: the bridge's session id.
         emit: where engine inputs go, in order.
         launcher: starts and finds hosts.
-        agent: the agent kind (``claude``, ``scripted``).
+        agent: the agent kind (``claude``, ``scripted``, ``acp``).
         label: how messages name the agent (``Claude Code``).
         env_for: the agent's complete environment for a spawn, or why it cannot start.
         spec_for: the spec with the options now in force (mode, effort, model), for a spawn.

@@ -73,14 +73,19 @@ class RunnerManager:
         self._tasks = TaskSet("runners", logger=logger)
         self._reconciled: set[str] = set()
         self._cwds: dict[str, Path] = {}
+        self._agents: dict[str, str] = {}
+        """Each session's agent (its record's ``agent``), for the model lists."""
 
     @property
     def running(self) -> int:
         return len(self._ready)
 
-    def models(self) -> list[ModelEntry]:
-        """The model list of any live runner that can tell (the Claude runner can)."""
+    def models(self, agent: str = "claude") -> list[ModelEntry]:
+        """The model list of any live runner of `agent` that can tell (a host runner can: what
+        its agent offered when it became ready)."""
         for session_id in self._ready:
+            if self._agents.get(session_id, "claude") != agent:
+                continue
             lister = getattr(self._runners.get(session_id), "models", None)
             if callable(lister):
                 found = lister()
@@ -212,6 +217,7 @@ class RunnerManager:
                 self._feed(AgentFailed(session_id, env))
                 return
             self._cwds[session_id] = cwd
+            self._agents[session_id] = record.agent
             spec = SessionSpec(
                 session_id=session_id,
                 cwd=cwd,
@@ -327,6 +333,7 @@ class RunnerManager:
                 except Exception:
                     logger.exception("! closing runner %s failed", session_id[:8])
         self._locks.pop(session_id, None)
+        self._agents.pop(session_id, None)
 
 
 class DatabaseHostStore:

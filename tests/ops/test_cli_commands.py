@@ -99,6 +99,28 @@ def test_config_show_lists_every_setting_and_works_without_a_home(tmp_path: Path
     assert not missing.exists()  # showing the configuration creates nothing
 
 
+def test_config_show_lists_each_agent_with_its_command_and_origin(home: Path, cli: Cli) -> None:
+    (home / "config.toml").write_text(
+        '[agents.gemini]\nlabel = "Gemini CLI"\ncommand = "/opt/gemini --acp"\n'
+        'env = { GEMINI_API_KEY = "agent-secret-value" }\n'
+    )
+    text = cli("config", "show", "--home", str(home))
+    assert text.code == 0, text.stderr
+    line = next(x for x in text.stdout.splitlines() if x.startswith("agents.gemini"))
+    assert "Gemini CLI: /opt/gemini --acp (env: GEMINI_API_KEY)" in line
+    assert f"[file {home / 'config.toml'} [agents.gemini]]" in line
+    as_json = cli("config", "show", "--home", str(home), "--json")
+    (gemini,) = json.loads(as_json.stdout)["agents"]
+    assert gemini == {
+        "id": "gemini",
+        "label": "Gemini CLI",
+        "command": ["/opt/gemini", "--acp"],
+        "env": ["GEMINI_API_KEY"],
+        "origin": f"file {home / 'config.toml'} [agents.gemini]",
+    }
+    assert "agent-secret-value" not in text.stdout + as_json.stdout
+
+
 def test_config_show_with_an_invalid_file_is_a_usage_error(home: Path, cli: Cli) -> None:
     (home / "config.toml").write_text("relays = [1, 2]\n")
     result = cli("config", "show", "--home", str(home))
@@ -108,10 +130,14 @@ def test_config_show_with_an_invalid_file_is_a_usage_error(home: Path, cli: Cli)
 
 
 def test_config_example_documents_every_setting_and_loads(tmp_path: Path) -> None:
-    example = (REPO / "deploy" / "config.example.toml").read_text()
+    text = (REPO / "deploy" / "config.example.toml").read_text()
+    # The agents' tables come last: a section of their own, checked below.
+    example, marker, agents_part = text.partition("# --- other agents")
+    assert marker
     settings = [row[0] for row in describe(load_settings(flags={"home": str(tmp_path)}, env={}))]
     for name in settings:
-        if name != "home":  # chosen by --home/CODEDECK_HOME, not by the file inside it
+        # home: chosen by --home/CODEDECK_HOME, not by the file inside it; agents: tables
+        if name != "home" and not name.startswith("agents."):
             assert f"\n#{name} = " in example, name
     # Uncomment one example line per setting (the last one of each) and load the result.
     chosen: dict[str, str] = {}
@@ -133,6 +159,18 @@ def test_config_example_documents_every_setting_and_loads(tmp_path: Path) -> Non
     assert loaded.machine_name == "laptop"
     assert loaded.agent == "claude" and loaded.claude_path == claude
     assert loaded.register_url == "https://relay.example.org"
+    # The agents' tables, uncommented, load as documented.
+    tables = "\n".join(
+        line[1:] for line in agents_part.splitlines() if line.startswith("#") and line[1:2] != " "
+    )
+    (home / "config.toml").write_text(tables + "\n")
+    agents = load_settings(flags={"home": str(home)}, env={"PATH": str(tmp_path)}).agents
+    assert [(a.agent_id, a.label) for a in agents] == [
+        ("opencode", "OpenCode"),
+        ("gemini", "Gemini CLI"),
+        ("codex", "Codex"),
+    ]
+    assert agents[0].command[1:] == ("acp",) and agents[1].command == ("gemini", "--acp")
 
 
 # --- keys show ----------------------------------------------------------------------------------

@@ -193,7 +193,7 @@ def test_unknown_fields_are_stripped_at_every_level() -> None:
                     "lineCount": 0,
                     "title": None,
                     "project": "p",
-                    "agent": "claude",
+                    "mode": "build",
                 }
             ],
             "protocolVersion": 10,
@@ -204,7 +204,7 @@ def test_unknown_fields_are_stripped_at_every_level() -> None:
     assert decoded.model_extra is None
     text = encode(decoded)
     assert "rev" not in text
-    assert "agent" not in text
+    assert '"mode"' not in text
 
 
 @pytest.mark.parametrize(

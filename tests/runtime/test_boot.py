@@ -155,8 +155,12 @@ async def test_unusable_rows_are_skipped_by_name_and_stay_in_the_database(
             },
             "its seq_high is not a number",
         ),
+        (
+            {"session_id": "s", "cwd": "/w", "created_at": "t", "last_activity": "t", "agent": ""},
+            "its agent is not a name",
+        ),
     ],
-    ids=["id-not-text", "seq-high-text", "seq-high-bool"],
+    ids=["id-not-text", "seq-high-text", "seq-high-bool", "agent-empty"],
 )
 def test_session_record_says_why_a_record_does_not_fit(data: dict[str, Any], problem: str) -> None:
     assert to_record(data) == problem

@@ -43,6 +43,7 @@ from bridge.engine.effects import (
 from bridge.logs import REDACTED, redact
 from bridge.nostr.event import Event
 from bridge.protocol import InputAckMessage, OutputEntry
+from bridge.runtime.boot import load_engine_state
 from bridge.runtime.commit import CommitFailed, Committer
 from store.db import BridgeDatabase
 from tests.runtime.support import (
@@ -270,8 +271,18 @@ def test_every_store_op_type_has_a_case() -> None:
 
 async def test_save_session_stores_the_whole_record(db: BridgeDatabase) -> None:
     await committer(db).commit(Commit((SaveSession(RECORD),)))
-    [(text,)] = await rows(db, "SELECT record FROM sessions")
-    assert json.loads(text) == dataclasses.asdict(RECORD)
+    [(agent, text)] = await rows(db, "SELECT agent, record FROM sessions")
+    whole = dataclasses.asdict(RECORD)
+    assert agent == whole.pop("agent") == "claude"  # its own column (schema v8)
+    assert json.loads(text) == whole
+
+
+async def test_the_agent_of_a_session_round_trips_through_the_store(db: BridgeDatabase) -> None:
+    record = dataclasses.replace(RECORD, agent="opencode")
+    await committer(db).commit(Commit((SaveSession(record),)))
+    assert await rows(db, "SELECT agent FROM sessions") == [("opencode",)]
+    (loaded,) = (await load_engine_state(db)).sessions
+    assert loaded == record
 
 
 @pytest.mark.parametrize(

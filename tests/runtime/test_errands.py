@@ -240,14 +240,21 @@ MODELS = [ModelEntry(id="opus", label="Opus"), ModelEntry(id="haiku")]
 
 
 async def test_list_models_answers_what_the_lister_says() -> None:
-    async def lister() -> list[ModelEntry]:
+    asked: list[str | None] = []
+
+    async def lister(agent: str | None) -> list[ModelEntry]:
+        asked.append(agent)
         return MODELS
 
     assert await make_rig(list_models=lister).run(ListModels()) == [ModelsListed(tuple(MODELS))]
+    assert await make_rig(list_models=lister).run(ListModels("opencode")) == [
+        ModelsListed(tuple(MODELS), agent="opencode")
+    ]
+    assert asked == [None, "opencode"]
 
 
 async def test_a_lister_that_raises_still_answers(caplog: pytest.LogCaptureFixture) -> None:
-    async def lister() -> list[ModelEntry]:
+    async def lister(agent: str | None) -> list[ModelEntry]:
         raise RuntimeError("the CLI crashed")
 
     assert await make_rig(list_models=lister).run(ListModels()) == [ModelsListed(())]
@@ -265,7 +272,7 @@ async def test_no_lister_answers_no_models() -> None:
 async def test_close_cancels_running_errands() -> None:
     started, cancelled = asyncio.Event(), asyncio.Event()
 
-    async def lister() -> list[ModelEntry]:
+    async def lister(agent: str | None) -> list[ModelEntry]:
         started.set()
         try:
             await asyncio.Event().wait()  # a lister that never answers

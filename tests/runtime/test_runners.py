@@ -387,3 +387,12 @@ async def test_models_come_from_a_live_runner(db: BridgeDatabase, tmp_path: Path
     rig.agents.script.models = [ModelEntry(id="opus", label="Opus")]
     await rig.started(session_record("s-1"))
     assert rig.manager.models() == [ModelEntry(id="opus", label="Opus")]
+    assert rig.manager.models("opencode") == []  # per agent: Claude Code's are not OpenCode's
+
+
+async def test_models_are_per_agent(db: BridgeDatabase, tmp_path: Path) -> None:
+    rig = make_rig(db, tmp_path)
+    rig.agents.script.models = [ModelEntry(id="mock/mock-model")]
+    await rig.started(session_record("s-1", agent="opencode"))
+    assert rig.manager.models("opencode") == [ModelEntry(id="mock/mock-model")]
+    assert rig.manager.models() == []

@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+import sqlite3
 from pathlib import Path
 
 import pytest
 
+from store import BRIDGE_MIGRATIONS
 from store import bridge_state as bs
 from store.db import BridgeDatabase, open_bridge_db
 from store.errors import StoreError
+from store.migrations import migrate
 
 
 @pytest.fixture
@@ -30,7 +33,9 @@ async def test_load_state_round_trip(db: BridgeDatabase) -> None:
     state = await bs.load_state(db)
     assert state.phones == [("a" * 64, "npub1a", "Pixel", "2026-01-01T00:00:00.000Z")]
     assert state.processed == {"e" * 64: 100} and state.last_seen == 100
-    assert state.sessions == [{"cwd": "/ws", "seq_high": 2, "session_id": "s1"}]  # max of both
+    assert state.sessions == [  # seq_high: the max of both
+        {"cwd": "/ws", "seq_high": 2, "session_id": "s1", "agent": "claude"}
+    ]
     assert state.tombstones == ["gone"]
 
 
@@ -41,8 +46,36 @@ async def test_a_damaged_seq_high_falls_back_to_the_transcript(
         await bs.save_session(db, "s1", {"cwd": "/ws", "seq_high": "many"})
         await bs.append_transcript(db, "s1", 7, "{}")
     state = await bs.load_state(db)
-    assert state.sessions == [{"cwd": "/ws", "seq_high": 7, "session_id": "s1"}]
+    assert state.sessions == [{"cwd": "/ws", "seq_high": 7, "session_id": "s1", "agent": "claude"}]
     assert "not an integer" in caplog.text
+
+
+async def test_the_agent_of_a_session_has_its_own_column(db: BridgeDatabase) -> None:
+    await bs.save_session(db, "s1", {"cwd": "/ws"}, agent="opencode")
+    await bs.save_session(db, "s2", {"cwd": "/ws"})
+    assert await db.fetchall("SELECT session_id, agent FROM sessions ORDER BY session_id") == [
+        ("s1", "opencode"),
+        ("s2", "claude"),
+    ]
+    await bs.save_session(db, "s1", {"cwd": "/other"}, agent="gemini")  # an upsert moves both
+    by_id = {r["session_id"]: r for r in (await bs.load_state(db)).sessions}
+    assert by_id["s1"] == {"cwd": "/other", "session_id": "s1", "agent": "gemini", "seq_high": 0}
+    assert by_id["s2"]["agent"] == "claude"
+
+
+async def test_schema_v8_gives_sessions_stored_before_it_claude(tmp_path: Path) -> None:
+    """A v7 database (sessions from before agents existed) opens with every session on Claude."""
+    path = tmp_path / "old.db"
+    conn = sqlite3.connect(path, isolation_level=None)
+    migrate(conn, BRIDGE_MIGRATIONS[:7], path=path)
+    conn.execute("INSERT INTO sessions (session_id, record) VALUES ('old', '{\"cwd\": \"/ws\"}')")
+    assert migrate(conn, BRIDGE_MIGRATIONS, path=path) == 8
+    assert conn.execute("SELECT agent, record FROM sessions").fetchall() == [
+        ("claude", '{"cwd": "/ws"}')
+    ]
+    with pytest.raises(sqlite3.IntegrityError):  # an empty agent is never stored
+        conn.execute("UPDATE sessions SET agent = ''")
+    conn.close()
 
 
 async def test_a_seq_is_never_overwritten(db: BridgeDatabase) -> None:

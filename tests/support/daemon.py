@@ -17,7 +17,7 @@ import sqlite3
 import subprocess
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from types import TracebackType
 from typing import Any
@@ -27,7 +27,7 @@ from bridge.control.client import ControlClient
 from bridge.host.layout import HostPaths, host_alive, list_host_dirs, read_info
 from bridge.nostr.keys import Keypair
 
-__all__ = ["DaemonProcess", "kill_hosts_under"]
+__all__ = ["DaemonProcess", "home_with_agents", "kill_hosts_under"]
 
 REPO = Path(__file__).resolve().parents[2]
 READY_MARK = " serving "
@@ -218,3 +218,23 @@ def kill_hosts_under(root: Path) -> int:
                 os.kill(info.pid, signal.SIGKILL)
                 killed += 1
     return killed
+
+
+def home_with_agents(
+    root: Path,
+    agents: Mapping[str, Sequence[str] | str],
+    labels: Mapping[str, str] | None = None,
+) -> Path:
+    """A new bridge home under `root` whose config.toml has an ``[agents.<id>]`` table per agent
+    (the id → its command: an argv list, or a command line; `labels` by id)."""
+    home = root / "home"
+    home.mkdir(mode=0o700)
+    tables = []
+    for agent_id, command in agents.items():
+        argv = command if isinstance(command, str) else list(command)
+        table = f"[agents.{agent_id}]\ncommand = {json.dumps(argv)}\n"
+        if labels and agent_id in labels:
+            table += f"label = {json.dumps(labels[agent_id])}\n"
+        tables.append(table)
+    (home / "config.toml").write_text("\n".join(tables))
+    return home

@@ -29,17 +29,17 @@ environment that points the bundled CLI at it without touching the internet.
 from __future__ import annotations
 
 import json
-import threading
 import time
 import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
 from .mock_anthropic_script import Block, Reply, last_user_prompt, plan_reply
+from .mock_server import MockHTTPServer, MockServer
 
 __all__ = ["MockAnthropic", "RecordedRequest", "offline_cli_env"]
 
@@ -83,61 +83,15 @@ def offline_cli_env(base_url: str, config_dir: Path) -> dict[str, str]:
     }
 
 
-class MockAnthropic:
+class MockAnthropic(MockServer[RecordedRequest]):
     """The mock server (see the module docstring)."""
 
     def __init__(self, host: str = "127.0.0.1", port: int = 0) -> None:
-        self._requests: list[RecordedRequest] = []
-        self._lock = threading.Lock()
-        self._stopping = threading.Event()
-        self._server = _Server((host, port), _Handler)
-        self._server.mock = self
-        self._thread: threading.Thread | None = None
-
-    # -- lifecycle ----------------------------------------------------------------------------
-
-    @property
-    def base_url(self) -> str:
-        host, port = self._server.server_address[:2]
-        return f"http://{host!s}:{port}"
-
-    def start(self) -> MockAnthropic:
-        if self._thread is None:
-            self._thread = threading.Thread(
-                target=self._server.serve_forever,
-                kwargs={"poll_interval": 0.05},
-                name="mock-anthropic",
-                daemon=True,
-            )
-            self._thread.start()
-        return self
-
-    def stop(self) -> None:
-        """Stop serving and close the socket (idempotent); slow replies end at once."""
-        self._stopping.set()
-        if self._thread is not None:
-            self._server.shutdown()
-            self._thread.join(timeout=5)
-            self._thread = None
-        self._server.server_close()
-
-    def __enter__(self) -> MockAnthropic:
-        return self.start()
-
-    def __exit__(self, *exc_info: object) -> None:
-        self.stop()
+        super().__init__(_Handler, "mock-anthropic", host, port)
 
     def cli_env(self, config_dir: Path) -> dict[str, str]:
         """:func:`offline_cli_env` for this server."""
         return offline_cli_env(self.base_url, config_dir)
-
-    # -- recording ----------------------------------------------------------------------------
-
-    @property
-    def requests(self) -> list[RecordedRequest]:
-        """Every request so far, oldest first (a copy)."""
-        with self._lock:
-            return list(self._requests)
 
     def message_requests(self, *, session_id: str | None = None) -> list[RecordedRequest]:
         """The ``POST /v1/messages`` requests, optionally of one CLI session (its header)."""
@@ -149,24 +103,9 @@ class MockAnthropic:
             and (session_id is None or r.headers.get("x-claude-code-session-id") == session_id)
         ]
 
-    def clear(self) -> None:
-        with self._lock:
-            self._requests.clear()
-
-    def _record(self, request: RecordedRequest) -> None:
-        with self._lock:
-            self._requests.append(request)
-
-
-class _Server(ThreadingHTTPServer):
-    daemon_threads = True
-    block_on_close = False
-    allow_reuse_address = True
-    mock: MockAnthropic
-
 
 class _Handler(BaseHTTPRequestHandler):
-    server: _Server
+    server: MockHTTPServer
     protocol_version = "HTTP/1.1"
 
     def log_message(self, format: str, *args: Any) -> None:
@@ -174,7 +113,8 @@ class _Handler(BaseHTTPRequestHandler):
 
     @property
     def _mock(self) -> MockAnthropic:
-        return self.server.mock
+        mock: MockAnthropic = self.server.mock
+        return mock
 
     def _read_body(self) -> Any:
         length = int(self.headers.get("content-length") or 0)

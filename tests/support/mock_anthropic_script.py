@@ -12,7 +12,7 @@ interrupt), keeping each prompt as its own text block, so the last prompt wins.
 ``[[reply: text]]``                a text block (several concatenate, in order)
 ``[[say: text]]``                  the same; reads better before a tool call
 ``[[think: text]]``                a thinking block (``[[think]]``: empty, like a redacted one)
-``[[bash: command]]``              a ``Bash`` tool call
+``[[bash: command]]``              a ``Bash`` tool call (``bash`` for OpenCode, see below)
 ``[[write: path | content]]``      a ``Write`` tool call (a literal ``\\n`` makes a newline)
 ``[[edit: path | old | new]]``     an ``Edit`` tool call
 ``[[read: path]]``                 a ``Read`` tool call
@@ -29,6 +29,12 @@ Several tool directives in one prompt make one message with parallel tool calls.
 user message carries tool results and no new directive, the tools answered: the reply is the
 ``after`` text of the prompt that asked for them, or ``Done: <result>``. A prompt with no
 directive at all gets ``echo: <prompt>``.
+
+Tool calls take the name and fields of the agent that asked, recognised by the tools its request
+offers (:mod:`tests.support.tool_dialects`): OpenCode gets ``bash{command}``,
+``write{filePath, content}``, ``edit{filePath, oldString, newString}``, ``read{filePath}``;
+Gemini CLI (through :mod:`tests.support.mock_gemini`) ``run_shell_command``, ``write_file``,
+``replace``, ``read_file``. A request offering Claude Code's names, or no tools, is unchanged.
 
 Preparatory calls, as a real model makes them (their ids start with ``toolu_prep``; when they
 answer, the mock performs the prompt's script again):
@@ -47,8 +53,10 @@ import json
 import re
 import uuid
 from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
+
+from .tool_dialects import adapt_tool_call, offered_tools
 
 __all__ = [
     "DEFERRED_TOOLS",
@@ -159,7 +167,27 @@ def _messages(body: dict[str, Any]) -> list[dict[str, Any]]:
 
 
 def plan_reply(body: dict[str, Any]) -> Reply:
-    """The scripted answer to a request body (see the module docstring)."""
+    """The scripted answer to a request body (see the module docstring).
+
+    Tool calls come out in the dialect of the agent that sent `body`, recognised by the tools it
+    offers (:func:`tests.support.tool_dialects.adapt_tool_call`): ``[[bash: …]]`` is ``Bash`` for
+    Claude Code, ``bash`` for OpenCode, ``run_shell_command`` for Gemini CLI.
+    """
+    reply = _plan(body)
+    offered = offered_tools(body)
+    if not offered or not any(b.type == "tool_use" for b in reply.blocks):
+        return reply
+    return replace(reply, blocks=tuple(_adapted(b, offered) for b in reply.blocks))
+
+
+def _adapted(block: Block, offered: dict[str, frozenset[str] | None]) -> Block:
+    if block.type != "tool_use":
+        return block
+    name, tool_input = adapt_tool_call(block.name, block.input, offered)
+    return replace(block, name=name, input=tool_input)
+
+
+def _plan(body: dict[str, Any]) -> Reply:
     messages = _messages(body)
     users = [m for m in messages if m.get("role") == "user"]
     if not users:

@@ -11,11 +11,24 @@ spawn and stop), :mod:`.cli_protocol` (the stream-json control protocol), :mod:`
 (permission prompts and the ``PreToolUse`` check), :mod:`.permissions` (their answers),
 :mod:`.options` (mode, effort, model), :mod:`.handoff` (inputs on their way in),
 :mod:`.transcript` (the CLI's own record), :mod:`.models`, :mod:`.environment`, and
-:mod:`.adapter` / :mod:`.render` (frames → transcript entries).
+:mod:`.adapter` (frames → transcript entries, read on a phone through :mod:`bridge.agents.tool_render`).
 
 Lean on purpose: a session host imports this package, so nothing here loads pydantic,
 :mod:`bridge.protocol`, the daemon's stack or ``claude_agent_sdk`` (a test checks).
 """
+
+from bridge.agents.tool_render import (
+    DIFF_LINE_CHARS,
+    DIFF_MAX_LINES,
+    DIFF_TOOLS,
+    JSON_SUMMARY_CHARS,
+    RESULT_MAX_CHARS,
+    TRUNCATED_MARK,
+    build_diff,
+    diff_fallback_text,
+    tool_result_text,
+    tool_summary,
+)
 
 from .adapter import (
     AUTHORED_MEMORY,
@@ -89,18 +102,6 @@ from .permissions import (
     always_rules,
     hook_response,
     permission_response,
-)
-from .render import (
-    DIFF_LINE_CHARS,
-    DIFF_MAX_LINES,
-    DIFF_TOOLS,
-    JSON_SUMMARY_CHARS,
-    RESULT_MAX_CHARS,
-    TRUNCATED_MARK,
-    build_diff,
-    diff_fallback_text,
-    tool_result_text,
-    tool_summary,
 )
 from .tool_calls import HOOK_CALLBACK_ID, HOOK_TIMEOUT, TOOL_USE_WAIT, ToolCalls, hooks_config
 from .transcript import (

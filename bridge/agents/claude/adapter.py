@@ -59,9 +59,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Final
 
+from bridge.agents.tool_render import build_diff, diff_fallback_text, tool_result_text, tool_summary
 from bridge.host.vocabulary import make_entry
-
-from .render import build_diff, diff_fallback_text, tool_result_text, tool_summary
 
 __all__ = [
     "AUTHORED_MEMORY",

@@ -17,9 +17,8 @@ dies the kernel closes its descriptors first and only then signals its children,
 stdin pipe had one writer (the host) would read EOF before any death signal, and an EOF while a
 permission prompt or a hook waits makes it record a refusal nobody gave. Hence two measures:
 
-- ``PR_SET_PDEATHSIG=SIGKILL`` in the child (a ``preexec_fn``; it is bound to the thread that
-  forks, which for asyncio's subprocesses is the event loop's thread, the host's main thread):
-  the CLI dies the moment the host does;
+- ``PR_SET_PDEATHSIG=SIGKILL`` in the child (:func:`bridge.agents.child_process.die_with_parent`,
+  shared with the ACP agents' spawn): the CLI dies the moment the host does;
 - the CLI holds an inherited duplicate of the *write* end of its own stdin pipe (``pass_fds``), so
   its stdin never reaches EOF while it lives: the SIGKILL always lands first.
 
@@ -35,7 +34,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import ctypes
 import importlib.util
 import logging
 import os
@@ -43,12 +41,13 @@ import re
 import signal
 import sys
 from collections import deque
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
 from typing import Final
 
+from bridge.agents.child_process import spawn_with_own_stdin
 from bridge.tasks import TaskSet
 
 from .environment import SDK_MANAGED_VARIABLES
@@ -81,7 +80,6 @@ SDK_VERSION_FALLBACK: Final = "0.2.189"
 """``CLAUDE_AGENT_SDK_VERSION`` when the installed SDK's version cannot be read."""
 
 _SDK_PACKAGE: Final = "claude_agent_sdk"
-_PR_SET_PDEATHSIG: Final = 1
 _VERSION_LINE: Final = re.compile(r"""__version__\s*=\s*["']([^"']+)["']""")
 
 
@@ -171,32 +169,6 @@ def exit_reason(returncode: int) -> str:
     if returncode < 0:
         return f"killed by signal {-returncode}"
     return f"exit code {returncode}"
-
-
-# -- dying with the host ------------------------------------------------------------------------
-
-_libc: ctypes.CDLL | None = None
-if sys.platform == "linux":
-    try:
-        _libc = ctypes.CDLL(None, use_errno=True)  # loaded here: nothing may load after fork
-    except OSError:  # pragma: no cover - a Linux without a C library
-        _libc = None
-
-
-def _die_with_parent(parent: int) -> Callable[[], None] | None:
-    """A ``preexec_fn`` that makes the child die by SIGKILL when `parent` (this thread) does."""
-    libc = _libc
-    if libc is None:
-        logger.warning("! no prctl here: a Claude Code process will outlive its session host")
-        return None
-
-    def preexec() -> None:  # runs in the child, between fork and exec
-        if libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0) != 0:
-            raise OSError(ctypes.get_errno(), "prctl(PR_SET_PDEATHSIG) failed")
-        if os.getppid() != parent:  # the parent died before prctl took effect
-            os.kill(os.getpid(), signal.SIGKILL)
-
-    return preexec
 
 
 # -- the stdin pipe ------------------------------------------------------------------------------
@@ -363,24 +335,9 @@ async def spawn_cli(argv: list[str], env: Mapping[str, str], cwd: str, *, label:
         subprocess.SubprocessError: the child could not arm its death signal.
     """
     loop = asyncio.get_running_loop()
-    read_end, write_end = os.pipe()
-    try:
-        process = await asyncio.create_subprocess_exec(
-            *argv,
-            stdin=read_end,
-            stdout=asyncio.subprocess.PIPE,
-            stderr=asyncio.subprocess.PIPE,
-            cwd=cwd,
-            env=dict(env),
-            pass_fds=(write_end,),
-            preexec_fn=_die_with_parent(os.getpid()),
-            limit=STDOUT_LIMIT,
-        )
-    except BaseException:
-        os.close(write_end)
-        raise
-    finally:
-        os.close(read_end)
+    process, write_end = await spawn_with_own_stdin(
+        argv, env, cwd, limit=STDOUT_LIMIT, stderr=asyncio.subprocess.PIPE
+    )
     pipe = os.fdopen(write_end, "wb", buffering=0)
     try:
         transport, protocol = await loop.connect_write_pipe(_PipeProtocol, pipe)

@@ -994,11 +994,11 @@ def test_the_modules_import_nothing_heavy_themselves() -> None:
         "package = types.ModuleType('bridge.agents.claude')\n"
         f"package.__path__ = [{str(package)!r}]\n"
         "sys.modules['bridge.agents.claude'] = package\n"
-        "import bridge.agents.claude.adapter, bridge.agents.claude.render\n"
+        "import bridge.agents.claude.adapter, bridge.agents.tool_render\n"
     )
     assert _imported_heavy(code) == "[]"
 
 
 def test_a_session_host_can_import_the_adapter() -> None:
-    code = "import sys, bridge.agents.claude.adapter, bridge.agents.claude.render\n"
+    code = "import sys, bridge.agents.claude.adapter, bridge.agents.tool_render\n"
     assert _imported_heavy(code) == "[]"

@@ -51,7 +51,6 @@ def test_every_public_name_is_exported() -> None:
         "models",
         "options",
         "permissions",
-        "render",
         "tool_calls",
         "transcript",
     ):

@@ -101,6 +101,7 @@ async def test_doctor_passes_with_a_reachable_relay(
         "relay": ["pass"],
         "lan": ["skip"],
         "claude": ["pass"],
+        "agent": ["skip"],  # no ACP agent configured, no OpenCode on the test's PATH
         "credentials": ["pass"],
         "clock": ["skip"],  # LocalRelay sends no Date header, and holds no future event
         "registration": ["skip"],

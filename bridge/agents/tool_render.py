@@ -1,6 +1,7 @@
-"""How Claude Code's tool calls read on a phone: one-line summaries, result texts and diff cards.
+"""How tool calls read on a phone: one-line summaries, result texts and diff cards.
 
-Pure functions over the tool inputs and results of the CLI's stream-json frames (JSON values), with
+Pure functions over tool inputs and results in Claude Code's vocabulary (``Bash`` + ``command``,
+``Write`` + ``file_path``, …; the ACP runner maps its agents' calls onto it first), with
 nothing but the standard library and :mod:`bridge.host.vocabulary`, so that a session host can
 use them (it must not import pydantic or the wire's models). The shapes follow
 PROTOCOL-v10-wire.md §4.3:

@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from bridge.agents.claude.render import (
+from bridge.agents.tool_render import (
     DIFF_LINE_CHARS,
     DIFF_MAX_LINES,
     build_diff,

@@ -1,0 +1,46 @@
+"""``doctor``'s line per ACP agent: the daemon's own start-up check, pass / warn / fail / skip."""
+
+from __future__ import annotations
+
+import os
+
+from bridge.agent_config import AgentConfig
+from bridge.doctor import CHECK_NAMES, Status, agent_check, check_agents
+from bridge.runtime.agent_probe import AgentProbe
+from tests.support.fake_acp_agent import fake_agent_command
+
+ENV = {"PATH": os.environ.get("PATH", os.defpath)}
+
+
+async def test_no_agent_is_a_skip_that_says_claude_code_only() -> None:
+    (check,) = await check_agents([], ENV)
+    assert (check.name, check.status) == ("agent", Status.SKIP)
+    assert "Claude Code only" in check.summary
+
+
+async def test_each_agent_gets_a_line_from_the_same_check_as_the_daemon() -> None:
+    good = AgentConfig(
+        "good", "Good", tuple(fake_agent_command("--name", "Good", "--version", "2"))
+    )
+    bad = AgentConfig("bad", "Bad", ("/nonexistent/bad", "--acp"), origin="file c [agents.bad]")
+    passed, failed = await check_agents([good, bad], ENV)
+    assert passed.status is Status.PASS
+    assert passed.summary.startswith("good: starts (Good 2 (loadSession), answered in ")
+    assert passed.details["capabilities"]["loadSession"] is True
+    assert failed.status is Status.FAIL
+    assert failed.summary == (
+        "bad: does not start: /nonexistent/bad was not found (no such file); install it, or set "
+        "agents.bad.command in config.toml"
+    )
+    assert failed.fix is not None and "/nonexistent/bad --acp" in failed.fix
+
+
+def test_the_built_in_opencode_that_does_not_start_is_a_warning() -> None:
+    agent = AgentConfig("opencode", "OpenCode", ("/usr/bin/opencode", "acp"), origin="built-in (…)")
+    check = agent_check(agent, AgentProbe("opencode", "OpenCode", False, "it exited"))
+    assert check.status is Status.WARN
+    assert check.fix is not None and "agents.opencode.enabled = false" in check.fix
+
+
+def test_the_check_can_be_skipped_by_name() -> None:
+    assert "agent" in CHECK_NAMES
