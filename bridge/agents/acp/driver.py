@@ -84,6 +84,7 @@ from bridge.host.vocabulary import iso_timestamp, make_entry
 from bridge.tasks import TaskSet, race
 
 from .profiles import AgentProfile, agent_mode, profile_for
+from .sdk_client import SdkClient, error_text, to_json
 from .session_state import Replayed, SessionOptions, matched_inputs, user_messages
 from .tools import choose_option
 from .updates import UpdateMapper
@@ -106,31 +107,6 @@ RECORD_DIR_OPTION: Final = "record_dir"
 """The ``DriverSpec.options`` key of the directory that keeps the sessions' input logs."""
 _LINE_LIMIT: Final = 64 * 1024 * 1024  # a session/load replay can be one long line
 _CLIENT_NAME: Final = "codedeck-bridge"
-
-
-class _Client:
-    """The ACP client side the SDK calls: updates and permission requests go to the driver."""
-
-    def __init__(self, driver: AcpDriver) -> None:
-        self._driver = driver
-
-    async def session_update(self, session_id: str, update: Any, **kwargs: Any) -> None:
-        # Synchronous on purpose: the SDK starts one task per message in arrival order, and a
-        # body without an await keeps that order.
-        self._driver.on_update(session_id, _json(update))
-
-    async def request_permission(
-        self, session_id: str, tool_call: Any, options: list[Any], **kwargs: Any
-    ) -> schema.RequestPermissionResponse:
-        option_id = await self._driver.on_permission(
-            session_id, _json(tool_call), [_json(o) for o in options]
-        )
-        outcome: schema.AllowedOutcome | schema.DeniedOutcome
-        if option_id is None:
-            outcome = schema.DeniedOutcome(outcome="cancelled")
-        else:
-            outcome = schema.AllowedOutcome(outcome="selected", option_id=option_id)
-        return schema.RequestPermissionResponse(outcome=outcome)
 
 
 class AcpDriver:
@@ -181,7 +157,7 @@ class AcpDriver:
         self._turn_completed = False
         self._always: set[str] = set()
         self._withdraw = asyncio.Event()
-        self._asked = 0
+        self._asked: dict[str, int] = {}
 
     # -- the Driver interface -------------------------------------------------------------------
 
@@ -334,8 +310,10 @@ class AcpDriver:
             return choose_option(options, allow=False)
         self._emit_entries(self._mapper.show_call(tool, self._ts()))
         call = tool.call
-        self._asked += 1
-        request_id = f"{tool.tool_call_id}#{self._asked}"
+        # The card's id is the call's, as for Claude Code (the phone links them); a second ask
+        # about the same call (OpenCode asks `external_directory`, then the edit) gets a suffix.
+        asked = self._asked[tool.tool_call_id] = self._asked.get(tool.tool_call_id, 0) + 1
+        request_id = tool.tool_call_id if asked == 1 else f"{tool.tool_call_id}#{asked}"
         checked = await race(
             self._services.check_tool(request_id, call.tool_name, call.tool_input),
             self._withdraw.wait(),
@@ -389,7 +367,7 @@ class AcpDriver:
         self._stdin = stdin
         assert self._process.stdout is not None
         self._conn = acp.connect_to_agent(
-            _Client(self),  # type: ignore[arg-type]  # the Client protocol's optional methods
+            SdkClient(self),  # type: ignore[arg-type]  # the Client protocol's optional methods
             stdin,
             self._process.stdout,
         )
@@ -398,7 +376,7 @@ class AcpDriver:
         except TimeoutError:
             return f"{self._label} did not start within {START_TIMEOUT:.0f} s"
         except acp.RequestError as exc:
-            return f"{self._label} refused to start: {_error_text(exc)}"
+            return f"{self._label} refused to start: {error_text(exc)}"
         except (ConnectionError, OSError, EOFError) as exc:
             return f"{self._label} stopped while starting: {self._exit_text() or exc}"
         if opened is not None:
@@ -448,9 +426,9 @@ class AcpDriver:
             except acp.RequestError as exc:
                 # Gemini CLI 0.61 cannot load its sessions over ACP ("No previous sessions
                 # found"): the conversation is lost, the session goes on in a new one.
-                self._resume_lost = _error_text(exc)
+                self._resume_lost = error_text(exc)
             else:
-                self._options.read_session(_json(loaded))
+                self._options.read_session(to_json(loaded))
             finally:
                 self._loading = False
         if self._acp_session is None or self._resume_lost is not None:
@@ -464,7 +442,7 @@ class AcpDriver:
                 )
             created = await conn.new_session(cwd=cwd, mcp_servers=[])
             self._acp_session = created.session_id
-            self._options.read_session(_json(created))
+            self._options.read_session(to_json(created))
         self._mapper.model = self._options.model
         if self._spec.model and self._spec.model != self._options.model:
             await self._apply_model(self._spec.model)
@@ -492,15 +470,16 @@ class AcpDriver:
         try:
             response = await prompt
         except acp.RequestError as exc:
-            entries = self._mapper.end_turn(None, None, self._ts(), error=_error_text(exc))
+            entries = self._mapper.end_turn(None, None, self._ts(), error=error_text(exc))
         except (ConnectionError, OSError, EOFError):
             await asyncio.Event().wait()  # the agent is gone: _watch_exit reports it
             raise  # unreachable
         else:
-            usage = _json(response.usage) if response.usage is not None else None
+            usage = to_json(response.usage) if response.usage is not None else None
             entries = self._mapper.end_turn(response.stop_reason, usage, self._ts())
         self._emit_entries(entries)
         self._turn_completed = True
+        self._asked.clear()  # asks belong to their turn
         self._taken.remove(uid)
         self._set_state("idle")
         self._emit(Answered((uid,)))
@@ -531,7 +510,7 @@ class AcpDriver:
                 await self._conn.set_session_mode(session_id=self._acp_session, mode_id=wanted)
             self._options.current_mode = wanted
         except acp.RequestError as exc:
-            logger.warning("%s refused mode %s: %s", self._label, wanted, _error_text(exc))
+            logger.warning("%s refused mode %s: %s", self._label, wanted, error_text(exc))
 
     async def _apply_model(self, model: str) -> bool:
         if self._conn is None or self._options.model_config_id is None:
@@ -546,7 +525,7 @@ class AcpDriver:
                 value=model,
             )
         except acp.RequestError as exc:
-            logger.warning("%s refused model %s: %s", self._label, model, _error_text(exc))
+            logger.warning("%s refused model %s: %s", self._label, model, error_text(exc))
             return False
         self._options.model = model
         self._mapper.model = model
@@ -617,17 +596,6 @@ class AcpDriver:
             stdin.close()
 
 
-def _json(value: Any) -> dict[str, Any]:
-    """An SDK model (or a plain dict) as the wire's JSON object."""
-    if isinstance(value, Mapping):
-        return dict(value)
-    dump = getattr(value, "model_dump", None)
-    if dump is None:
-        return {}
-    dumped = dump(mode="json", by_alias=True, exclude_none=True)
-    return dumped if isinstance(dumped, dict) else {}
-
-
 def _replayed(update: Mapping[str, Any]) -> Replayed:
     """A replayed update, reduced to what :func:`user_messages` needs."""
     if update.get("sessionUpdate") != "user_message_chunk":
@@ -649,13 +617,6 @@ def _title(tool_call: Mapping[str, Any]) -> str | None:
 
 def _call_key(tool_name: str, tool_input: Mapping[str, Any]) -> str:
     return tool_name + "\x00" + json.dumps(tool_input, sort_keys=True, default=str)
-
-
-def _error_text(exc: acp.RequestError) -> str:
-    data = getattr(exc, "data", None)
-    details = data.get("details") if isinstance(data, Mapping) else None
-    text = str(details or exc) or type(exc).__name__
-    return text[:500]
 
 
 def acp_driver_factory(spec: DriverSpec, services: HostServices) -> AcpDriver:
