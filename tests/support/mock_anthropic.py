@@ -33,13 +33,12 @@ import time
 import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
-from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
 from .mock_anthropic_script import Block, Reply, last_user_prompt, plan_reply
-from .mock_server import MockHTTPServer, MockServer
+from .mock_server import MockRequestHandler, MockServer
 
 __all__ = ["MockAnthropic", "RecordedRequest", "offline_cli_env"]
 
@@ -104,27 +103,11 @@ class MockAnthropic(MockServer[RecordedRequest]):
         ]
 
 
-class _Handler(BaseHTTPRequestHandler):
-    server: MockHTTPServer
-    protocol_version = "HTTP/1.1"
-
-    def log_message(self, format: str, *args: Any) -> None:
-        pass  # the CLI's chatter is not test output
-
+class _Handler(MockRequestHandler):
     @property
     def _mock(self) -> MockAnthropic:
         mock: MockAnthropic = self.server.mock
         return mock
-
-    def _read_body(self) -> Any:
-        length = int(self.headers.get("content-length") or 0)
-        raw = self.rfile.read(length) if length else b""
-        if not raw:
-            return None
-        try:
-            return json.loads(raw)
-        except ValueError:
-            return raw.decode("utf-8", "replace")
 
     def _record(self, body: Any) -> str:
         parts = urlsplit(self.path)

@@ -35,7 +35,6 @@ import json
 import re
 import time
 from collections.abc import Mapping
-from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
@@ -44,7 +43,7 @@ from .agent_env import HasBaseUrl, base_env, base_url_of
 from .mock_anthropic import RecordedRequest
 from .mock_anthropic_script import Reply
 from .mock_gemini_script import json_answer, json_schema, plan_gemini_reply, reply_parts
-from .mock_server import MockHTTPServer, MockServer
+from .mock_server import MockRequestHandler, MockServer
 
 __all__ = ["GEMINI_API_KEY", "MockGemini", "gemini_env", "gemini_settings"]
 
@@ -145,23 +144,7 @@ def gemini_env(
     return env
 
 
-class _Handler(BaseHTTPRequestHandler):
-    server: MockHTTPServer
-    protocol_version = "HTTP/1.1"
-
-    def log_message(self, format: str, *args: Any) -> None:
-        pass
-
-    def _read_body(self) -> Any:
-        length = int(self.headers.get("content-length") or 0)
-        raw = self.rfile.read(length) if length else b""
-        if not raw:
-            return None
-        try:
-            return json.loads(raw)
-        except ValueError:
-            return raw.decode("utf-8", "replace")
-
+class _Handler(MockRequestHandler):
     def _record(self, body: Any) -> str:
         parts = urlsplit(self.path)
         headers = {name.lower(): value for name, value in self.headers.items()}

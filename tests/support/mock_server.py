@@ -3,6 +3,7 @@ each request, started and stopped by the test (a context manager)."""
 
 from __future__ import annotations
 
+import json
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Generic, Self, TypeVar
@@ -88,3 +89,24 @@ class MockServer(Generic[R]):
     def _record(self, request: R) -> None:
         with self._lock:
             self._requests.append(request)
+
+
+class MockRequestHandler(BaseHTTPRequestHandler):
+    """What every mock's handler does alike: HTTP/1.1, no access log, JSON bodies decoded."""
+
+    server: MockHTTPServer
+    protocol_version = "HTTP/1.1"
+
+    def log_message(self, format: str, *args: Any) -> None:
+        pass  # the agents' chatter is not test output
+
+    def _read_body(self) -> Any:
+        """The request's body: JSON decoded, else text, None when empty."""
+        length = int(self.headers.get("content-length") or 0)
+        raw = self.rfile.read(length) if length else b""
+        if not raw:
+            return None
+        try:
+            return json.loads(raw)
+        except ValueError:
+            return raw.decode("utf-8", "replace")
