@@ -49,6 +49,7 @@ from bridge.control.render import (
 )
 from bridge.control.rpc import RpcError
 from bridge.nostr.keys import NostrKeyError, hex_to_npub, parse_pubkey
+from bridge.tasks import race
 from store.errors import StoreError
 from store.lock import read_lock_holder
 
@@ -305,12 +306,13 @@ async def _pair_window(
         out.write(f"\n{url}\n\n")
         out.flush()
         await _warn_if_unreachable(client, opened.get("relays"))
-        countdown = asyncio.create_task(_countdown(window.expires_at, out))
         try:
-            result = await _wait_for_phone(client, window.expires_at)
+            won = await race(
+                _wait_for_phone(client, window.expires_at), _countdown(window.expires_at, out)
+            )
+            assert won is not None and won[0] == 0  # the countdown never ends by itself
+            result = won[1]
         finally:
-            countdown.cancel()
-            await asyncio.gather(countdown, return_exceptions=True)
             if out.isatty():
                 out.write("\r\x1b[K")
                 out.flush()
@@ -360,7 +362,8 @@ async def _wait_for_phone(client: ControlClient, expires_at: float) -> dict[str,
 
 
 async def _countdown(expires_at: float, out: TextIO) -> None:
-    """One line updated in place on a terminal; a plain line per minute otherwise."""
+    """One line updated in place on a terminal; a plain line per minute otherwise. At zero it
+    stays, until the wait it shows ends (it is raced against that wait)."""
     tty = out.isatty()
     last_minute: int | None = None
     while True:
@@ -381,7 +384,7 @@ async def _countdown(expires_at: float, out: TextIO) -> None:
                 out.write(f"Waiting for a phone to pair: {left} left\n")
                 out.flush()
         if remaining <= 0:
-            return
+            await asyncio.Event().wait()
         await asyncio.sleep(1.0 - (time.time() % 1.0) if tty else 1.0)
 
 

@@ -148,16 +148,6 @@ class _Handler(MockRequestHandler):
 
     # -- answers ------------------------------------------------------------------------------
 
-    def _send_json(self, status: int, payload: dict[str, Any]) -> None:
-        data = json.dumps(payload).encode()
-        self.send_response(status)
-        self.send_header("content-type", "application/json")
-        self.send_header("content-length", str(len(data)))
-        self.send_header("connection", "close")
-        self.end_headers()
-        self.wfile.write(data)
-        self.close_connection = True
-
     def _stream(self, reply: Reply, model: str, message_id: str, input_tokens: int) -> None:
         self.send_response(200)
         self.send_header("content-type", "text/event-stream")

@@ -145,6 +145,8 @@ def gemini_env(
 
 
 class _Handler(MockRequestHandler):
+    json_content_type = "application/json; charset=UTF-8"
+
     def _record(self, body: Any) -> str:
         parts = urlsplit(self.path)
         headers = {name.lower(): value for name, value in self.headers.items()}
@@ -182,16 +184,6 @@ class _Handler(MockRequestHandler):
             self._stream(reply, model, body)
         else:
             self._send_json(200, _response(reply_parts(reply), model, body, final=True))
-
-    def _send_json(self, status: int, payload: dict[str, Any]) -> None:
-        data = json.dumps(payload).encode()
-        self.send_response(status)
-        self.send_header("content-type", "application/json; charset=UTF-8")
-        self.send_header("content-length", str(len(data)))
-        self.send_header("connection", "close")
-        self.end_headers()
-        self.wfile.write(data)
-        self.close_connection = True
 
     def _send_error(self, status: int, message: str) -> None:
         name = _STATUS_NAMES.get(status, "UNKNOWN")

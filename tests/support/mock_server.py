@@ -96,6 +96,8 @@ class MockRequestHandler(BaseHTTPRequestHandler):
 
     server: MockHTTPServer
     protocol_version = "HTTP/1.1"
+    json_content_type = "application/json"
+    """The ``content-type`` of a JSON answer (the real APIs differ in the charset)."""
 
     def log_message(self, format: str, *args: Any) -> None:
         pass  # the agents' chatter is not test output
@@ -110,3 +112,14 @@ class MockRequestHandler(BaseHTTPRequestHandler):
             return json.loads(raw)
         except ValueError:
             return raw.decode("utf-8", "replace")
+
+    def _send_json(self, status: int, payload: dict[str, Any]) -> None:
+        """One JSON answer, then the connection closes."""
+        data = json.dumps(payload).encode()
+        self.send_response(status)
+        self.send_header("content-type", self.json_content_type)
+        self.send_header("content-length", str(len(data)))
+        self.send_header("connection", "close")
+        self.end_headers()
+        self.wfile.write(data)
+        self.close_connection = True

@@ -461,9 +461,13 @@ class AcpDriver:
         assert conn is not None and session is not None
         self._withdraw.clear()
         self._set_state("running")
-        prompt = asyncio.ensure_future(
-            conn.prompt(session_id=session, prompt=[acp.text_block(text)])
+        # Owned by the driver's task set: a close while the request is being written cancels it
+        # with the turn, nothing is left behind.
+        prompt = self._tasks.spawn(
+            conn.prompt(session_id=session, prompt=[acp.text_block(text)]), "acp-prompt"
         )
+        if prompt is None:  # closing
+            return
         await asyncio.sleep(0)  # the request is written before the input counts as taken
         self._taken.append(uid)
         self._emit(InputTaken(uid))
