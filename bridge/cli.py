@@ -155,6 +155,27 @@ def build_parser() -> argparse.ArgumentParser:
         help="log lines as text or JSON; auto (the default) is text on a terminal, JSON otherwise",
     )
     add_control_commands(sub)
+    desiide = sub.add_parser(
+        "desiide",
+        help="serve the Desiide editor extension on stdio (the extension starts this)",
+        description=(
+            "The Desiide orchestrator: JSON-RPC 2.0 over stdin/stdout in Content-Length frames "
+            "(DESIIDE.md). The editor extension forks it; its tasks run as sessions of the "
+            "bridge daemon of --home (started in this process when none runs), so paired "
+            "phones see them too. Logs go to stderr as JSON lines and to "
+            "<log-dir>/orchestrator.log. It exits when stdin closes or on SIGTERM."
+        ),
+    )
+    _add_home(desiide)
+    desiide.add_argument(
+        "--log-dir", metavar="DIR", help="where orchestrator.log rotates (default: none)"
+    )
+    desiide.add_argument(
+        "--log-level",
+        default=os.environ.get("CODEDECK_LOG_LEVEL", "INFO"),
+        choices=["DEBUG", "INFO", "WARNING", "ERROR"],
+        help="log verbosity (default INFO)",
+    )
     _add_ops_commands(sub)
     add_doctor_command(sub)
     add_service_commands(sub)
@@ -210,6 +231,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     commands = {
         "sessions": _cmd_sessions,
         "decisions": _cmd_decisions,
+        "desiide": _cmd_desiide,
         "config": _cmd_config,
         "keys": _cmd_keys,
         "doctor": run_doctor_command,
@@ -401,6 +423,13 @@ def _cmd_sessions(args: argparse.Namespace) -> int:
             line += f"  in {safe_text(session.get('cwd'), limit=200)}"
         print(line)
     return EXIT_OK
+
+
+def _cmd_desiide(args: argparse.Namespace) -> int:
+    from bridge.desiide.server import run_orchestrator
+
+    log_dir = Path(os.path.expanduser(args.log_dir)).absolute() if args.log_dir else None
+    return run_orchestrator(_home_of(args), log_dir, args.log_level)
 
 
 def _cmd_decisions(args: argparse.Namespace) -> int:

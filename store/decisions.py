@@ -16,7 +16,7 @@ strings comes back as ``("?",)`` rather than failing the whole listing.
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Final
 
@@ -28,6 +28,7 @@ __all__ = [
     "DEFAULT_LIMIT",
     "MAX_LIMIT",
     "DecisionRecord",
+    "call_json",
     "list_decisions",
     "read_decisions",
     "record_decision",
@@ -50,6 +51,8 @@ class DecisionRecord:
     outcome: str
     reasons: tuple[str, ...]
     detail: str | None
+    call: dict[str, Any] | None = None
+    """The call judged, ``{"tool", "input"}`` (schema v9; secrets masked), or None."""
 
     def as_json(self) -> dict[str, Any]:
         """The row as the CLI's ``--json`` prints it (camelCase, like the control API)."""
@@ -64,16 +67,61 @@ class DecisionRecord:
         }
 
 
-def _query(session_id: str | None, limit: int) -> tuple[str, tuple[Any, ...]]:
+MAX_CALL_BYTES: Final = 16_384
+"""The largest call kept for replay; a bigger one is stored as ``{"tool", "truncated": true}``."""
+
+CALL_SCHEMA_VERSION: Final = 9
+"""The schema version that added ``decisions.call``."""
+_COLUMNS: Final = "id, at, session_id, tool, outcome, reasons, detail, call"
+
+
+def _query(
+    session_id: str | None,
+    limit: int,
+    *,
+    outcome: str | None = None,
+    before_id: int | None = None,
+    decision_id: int | None = None,
+) -> tuple[str, tuple[Any, ...]]:
     if not 1 <= limit <= MAX_LIMIT:
         raise ValueError(f"limit must be between 1 and {MAX_LIMIT}")
-    columns = "id, at, session_id, tool, outcome, reasons, detail"
-    if session_id is None:
-        return f"SELECT {columns} FROM decisions ORDER BY id DESC LIMIT ?", (limit,)
-    return (
-        f"SELECT {columns} FROM decisions WHERE session_id = ? ORDER BY id DESC LIMIT ?",
-        (session_id, limit),
-    )
+    where: list[str] = []
+    params: list[Any] = []
+    for clause, value in (
+        ("session_id = ?", session_id),
+        ("outcome = ?", outcome),
+        ("id < ?", before_id),
+        ("id = ?", decision_id),
+    ):
+        if value is not None:
+            where.append(clause)
+            params.append(value)
+    condition = f" WHERE {' AND '.join(where)}" if where else ""
+    sql = f"SELECT {_COLUMNS} FROM decisions{condition} ORDER BY id DESC LIMIT ?"
+    return sql, (*params, limit)
+
+
+def _call(raw: object) -> dict[str, Any] | None:
+    try:
+        value = json.loads(raw) if isinstance(raw, str) else None
+    except ValueError:
+        return None
+    return value if isinstance(value, dict) else None
+
+
+def call_json(call: Mapping[str, Any] | None, mask: Callable[[str], str]) -> str | None:
+    """The stored form of a judged call: JSON through `mask`, at most `MAX_CALL_BYTES`.
+
+    `mask` is the daemon's secret masking (:func:`bridge.redaction.mask`): the log must never
+    become a place where a secret the agent handled is kept. A call too big to keep whole keeps
+    its tool and says it was cut (replay refuses it).
+    """
+    if call is None:
+        return None
+    text = mask(json.dumps(call, separators=(",", ":"), ensure_ascii=False, default=str))
+    if len(text.encode()) > MAX_CALL_BYTES:
+        return json.dumps({"tool": str(call.get("tool", "")), "truncated": True})
+    return text
 
 
 def _reasons(raw: object) -> tuple[str, ...]:
@@ -87,7 +135,7 @@ def _reasons(raw: object) -> tuple[str, ...]:
 
 
 def _record(row: Sequence[Any]) -> DecisionRecord:
-    id_, at, session_id, tool, outcome, reasons, detail = row
+    id_, at, session_id, tool, outcome, reasons, detail, call = row
     return DecisionRecord(
         id=int(id_),
         at=str(at),
@@ -96,6 +144,7 @@ def _record(row: Sequence[Any]) -> DecisionRecord:
         outcome=str(outcome),
         reasons=_reasons(reasons),
         detail=None if detail is None else str(detail),
+        call=_call(call),
     )
 
 
@@ -113,9 +162,19 @@ async def list_decisions(
 
 
 def read_decisions(
-    db: ReadOnlyDatabase, session_id: str | None = None, limit: int = DEFAULT_LIMIT
+    db: ReadOnlyDatabase,
+    session_id: str | None = None,
+    limit: int = DEFAULT_LIMIT,
+    *,
+    outcome: str | None = None,
+    before_id: int | None = None,
+    decision_id: int | None = None,
 ) -> list[DecisionRecord]:
     """`list_decisions` over a read-only file; an empty list when it predates the table.
+
+    The filters serve the editor's ``decisions.list`` (``outcome``, and ``before_id`` as the
+    paging cursor: rows come newest first) and ``decisions.replay`` (one ``decision_id``). A
+    file older than schema v9 has no calls: they read as None.
 
     Raises:
         ValueError: `limit` out of 1..MAX_LIMIT.
@@ -123,7 +182,11 @@ def read_decisions(
     """
     if not db.has_table(DECISIONS_TABLE):
         return []
-    sql, params = _query(session_id, limit)
+    sql, params = _query(
+        session_id, limit, outcome=outcome, before_id=before_id, decision_id=decision_id
+    )
+    if db.schema_version < CALL_SCHEMA_VERSION:
+        sql = sql.replace(_COLUMNS, _COLUMNS.replace("call", "NULL"), 1)
     return [_record(row) for row in db.fetchall(sql, params)]
 
 
@@ -135,12 +198,13 @@ def record_decision_statement(
     outcome: str,
     reasons: Sequence[str] = (),
     detail: str | None = None,
+    call: str | None = None,
 ) -> Statement:
     """`record_decision` as a statement to run later (in the commit of the decision)."""
     return Statement(
-        "INSERT INTO decisions (at, session_id, tool, outcome, reasons, detail) "
-        "VALUES (?, ?, ?, ?, ?, ?)",
-        (at, session_id, tool, outcome, json.dumps(list(reasons)), detail),
+        "INSERT INTO decisions (at, session_id, tool, outcome, reasons, detail, call) "
+        "VALUES (?, ?, ?, ?, ?, ?, ?)",
+        (at, session_id, tool, outcome, json.dumps(list(reasons)), detail, call),
     )
 
 

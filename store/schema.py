@@ -17,7 +17,8 @@ outbox of durable replies. Version 3 adds `decisions`, the permission gate's aud
 (`store.decisions`). Version 4 adds the secrets set from phones, `provider_profiles` and
 `credentials` (`store.accounts`), and `device_config` per phone (`store.device_config`).
 Version 5 records which relays accepted each outbox event (`outbox.accepted_by`). Version 8
-records which agent each session runs (`sessions.agent`).
+records which agent each session runs (`sessions.agent`). Version 9 keeps the call each decision
+judged (`decisions.call`), for the editor's ``decisions.replay``.
 """
 
 from __future__ import annotations
@@ -218,6 +219,17 @@ BRIDGE_MIGRATIONS: Final[tuple[Migration, ...]] = (
         -- changes, and the runtime picks the runner by it before it reads anything else.
         ALTER TABLE sessions ADD COLUMN agent TEXT NOT NULL DEFAULT 'claude'
             CHECK (typeof(agent) = 'text' AND agent <> '');
+        """,
+    ),
+    Migration(
+        9,
+        "the call each decision judged",
+        """
+        -- The call a decision judged, as JSON {"tool", "input"} with secrets masked and the
+        -- input capped (store.decisions), so that the editor's decisions.replay can judge it
+        -- again with today's gate. NULL for rows written before (they cannot be replayed) and
+        -- for decisions that judged no call (a card denied by an interrupt).
+        ALTER TABLE decisions ADD COLUMN call TEXT CHECK (call IS NULL OR typeof(call) = 'text');
         """,
     ),
 )

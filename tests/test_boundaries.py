@@ -53,6 +53,7 @@ LAYER_RULES = {
         "relaypolicy",
     },
     "bridge/engine": {
+        "bridge.desiide",
         "bridge.runtime",
         "bridge.agents",
         "bridge.control",
@@ -71,6 +72,15 @@ LAYER_RULES = {
         "bridge.cli",
         "bridge.host",
         "store",
+        "relaypolicy",
+    },
+    # The editor's orchestrator drives the daemon through the control socket; it reads the store
+    # read-only and uses the engine's pure gate. It never reaches into a host or an agent.
+    "bridge/desiide": {
+        "bridge.host",
+        "bridge.agents",
+        "bridge.relay",
+        "bridge.nostr",
         "relaypolicy",
     },
     # A session host outlives the daemon and must stay lean: none of the daemon's stack.
@@ -92,6 +102,8 @@ LEAN_FILES = [
     REPO / "bridge/agents/tool_render.py",
     REPO / "bridge/agents/input_log.py",
     REPO / "bridge/agents/child_process.py",
+    *sorted((REPO / "bridge/agents/workspace_tools").rglob("*.py")),
+    REPO / "bridge/ripgrep.py",
 ]
 LEAN_FORBIDDEN = {
     "pydantic",

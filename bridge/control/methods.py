@@ -15,6 +15,7 @@ are the same names with underscores (``pair_open``).
 | ``phones.unpair``| ``{npub: string}``                     | ``phones_unpair(pubkey)``     |
 | ``sessions.list``| ``{}``                                 | ``sessions_list()``           |
 | ``sessions.close``| ``{session_id: string}`` or ``{all: true}`` | ``sessions_close(session_id, close_all)`` |
+| ``tasks.*``     | see :mod:`bridge.control.task_methods` (since 1.2: the Desiide orchestrator) | ``tasks_<verb>(…)`` |
 
 Requests are strict (unknown params are refused); results are tolerant: clients ignore fields
 they do not know and the operations issue may add fields. The ``npub`` params accept an
@@ -37,6 +38,17 @@ from datetime import UTC, datetime
 from typing import Any, Final, NotRequired, Protocol, TypedDict
 
 from bridge.control.rpc import INVALID_PARAMS, REQUEST_FAILED, RpcError
+from bridge.control.task_methods import (
+    QueuedResult,
+    TaskStartResult,
+    TasksWatchResult,
+    validate_tasks_answer,
+    validate_tasks_input,
+    validate_tasks_report,
+    validate_tasks_start,
+    validate_tasks_stop,
+    validate_tasks_watch,
+)
 from bridge.nostr.keys import NostrKeyError, PubKeyHex, parse_pubkey
 
 __all__ = [
@@ -64,7 +76,7 @@ __all__ = [
     "parse_timestamp",
 ]
 
-CONTROL_PROTOCOL_VERSION: Final = "1.1.0"
+CONTROL_PROTOCOL_VERSION: Final = "1.2.0"
 """The control protocol's version. A different major on either side is refused (ProtocolMismatch);
 minors only add optional params, result fields and methods."""
 
@@ -228,6 +240,37 @@ class ControlHandler(Protocol):
         """
         ...
 
+    # The Desiide orchestrator's methods (bridge.control.task_methods has their contract).
+
+    async def tasks_start(
+        self,
+        session_id: str,
+        cwd: str,
+        instruction: str,
+        allowed_tools: tuple[str, ...],
+        max_tool_calls: int,
+        title: str | None,
+        model: str | None,
+        strict: bool,
+        judge: bool,
+    ) -> TaskStartResult: ...
+
+    async def tasks_watch(
+        self, cursors: Mapping[str, tuple[int, frozenset[str], str | None]], timeout: float
+    ) -> TasksWatchResult: ...
+
+    async def tasks_answer(
+        self, session_id: str, card_id: str, allow: bool, scope: str | None, reason: str | None
+    ) -> QueuedResult: ...
+
+    async def tasks_report(
+        self, session_id: str, card_id: str, report: tuple[dict[str, str], ...]
+    ) -> QueuedResult: ...
+
+    async def tasks_input(self, session_id: str, text: str) -> QueuedResult: ...
+
+    async def tasks_stop(self, session_id: str) -> QueuedResult: ...
+
 
 # --- timestamps ---------------------------------------------------------------------------------
 
@@ -389,6 +432,12 @@ METHODS: Final[Mapping[str, MethodSpec]] = {
         MethodSpec("phones.unpair", "phones_unpair", _phones_unpair),
         MethodSpec("sessions.list", "sessions_list", _no_params),
         MethodSpec("sessions.close", "sessions_close", _sessions_close),
+        MethodSpec("tasks.start", "tasks_start", validate_tasks_start),
+        MethodSpec("tasks.watch", "tasks_watch", validate_tasks_watch, cancel_on_disconnect=True),
+        MethodSpec("tasks.answer", "tasks_answer", validate_tasks_answer),
+        MethodSpec("tasks.report", "tasks_report", validate_tasks_report),
+        MethodSpec("tasks.input", "tasks_input", validate_tasks_input),
+        MethodSpec("tasks.stop", "tasks_stop", validate_tasks_stop),
     )
 }
 """Every method after ``initialize``, by wire name."""

@@ -15,6 +15,12 @@ Order for a ``PermissionRequested`` (REFERENCE-BEHAVIOUR §1.9, with the risk ga
    card with the gate's reason labels in ``metadata.reasons``, answered by ``permission-res``
    (``always`` adds an allow rule for the tool; ``never`` only changes the deny text).
 
+A Desiide task's calls (:mod:`bridge.engine.task_gate`) add two things: the verdict on an editor
+tool is the worst over the calls it amounts to (``judge_as``), and an edit proposal opens a
+``review`` card that only the editor answers (``edits.report``; the report rides to the tool as
+its input's ``report``). The editor's ``task.approve``/``task.reject`` answer permission cards as
+a phone's ``permission-res`` does; the first answer wins.
+
 Cards time out after an hour (denied). ``interrupt``, a restart, the end or a close of the
 session deny every card of it. Every verdict is appended to the ``decisions`` audit log.
 
@@ -33,7 +39,16 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from bridge.engine.effects import AnswerPermission, RecordDecision, SetRunnerOption
-from bridge.engine.gate import CallHistory, GateContext, Outcome, describe_decision, evaluate
+from bridge.engine.gate import (
+    CallHistory,
+    GateContext,
+    GateDecision,
+    Outcome,
+    describe_decision,
+    evaluate,
+    order_labels,
+)
+from bridge.engine.gate.editor_calls import JUDGE_LABEL, STRICT_LABEL
 from bridge.engine.timefmt import iso
 from bridge.protocol import OutputEntry
 
@@ -51,13 +66,15 @@ class Card:
 
     session_id: str
     request_id: str
-    kind: str  # "permission" | "plan" | "question"
+    kind: str  # "permission" | "plan" | "question" | "review"
     tool_name: str
     tool_input: dict[str, Any]
     created_at: float
     questions: list[dict[str, Any]] = field(default_factory=list)
     answers: dict[int, str] = field(default_factory=dict)
     """Answers by question index (two questions may share a text)."""
+    reasons: tuple[str, ...] = ()
+    """The gate's reason labels (a permission or review card)."""
 
 
 @dataclass(slots=True)
@@ -85,6 +102,8 @@ class SessionCards:
         self.session_id = session_id
         self._cards: dict[str, Card] = {}
         self._history = CallHistory()
+        self.tool_calls = 0
+        """Editor tool calls asked about (a Desiide task's budget, :mod:`.task_gate`)."""
 
     # --- queries -------------------------------------------------------------------------------
 
@@ -120,7 +139,19 @@ class SessionCards:
         description: str | None,
         agent_id: str | None,
         now: float,
+        judge_as: Sequence[tuple[str, Mapping[str, object]]] | None = None,
+        strict: bool = False,
+        judge: bool = False,
     ) -> BrokerResult:
+        """One call asks: a card, or the gate's own verdict.
+
+        `judge_as` gives the calls of the gate's vocabulary this call amounts to (an editor
+        tool, :mod:`bridge.engine.gate.editor_calls`): the verdict is the worst over them, while
+        the card and the audit row keep the call as the agent made it. `strict` (a task in the
+        editor's strict mode) turns an allow into a card labelled ``policy_override:strict_mode``;
+        `judge` (the editor's judge is on) into a card labelled ``jev:pending``, which the
+        orchestrator answers once its judge has spoken.
+        """
         session_id = self.session_id
         result = BrokerResult()
         ts = _timestamp(now)
@@ -198,28 +229,41 @@ class SessionCards:
         gate_failure: str | None = None
         try:
             context = GateContext(mode=mode, cwd=cwd, roots=tuple(roots), home=home)
-            decision = evaluate(tool_name, data, context, repeat_count=repeats)
+            if judge_as is None:
+                decision = evaluate(tool_name, data, context, repeat_count=repeats)
+            else:
+                decision = _worst(
+                    [evaluate(n, i, context, repeat_count=repeats) for n, i in judge_as]
+                )
         except Exception as exc:
             # No usable workspace context, or a bug in the gate (a RecursionError on deep
             # input, ...): never auto-allow, never stop the session; the user decides on a card.
             # Only the type is kept: the message may quote the tool input.
             decision = None
             gate_failure = f"the gate could not judge this call ({type(exc).__name__})"
+        if strict and decision is not None and decision.outcome is Outcome.ALLOW:
+            decision = GateDecision(Outcome.ASK, (*decision.reasons, STRICT_LABEL))
+        elif judge and decision is not None and decision.outcome is Outcome.ALLOW:
+            decision = GateDecision(Outcome.ASK, (*decision.reasons, JUDGE_LABEL))
         if decision is not None and decision.outcome is Outcome.BLOCK:
             text = describe_decision(decision)
             result.answers.append(AnswerPermission(session_id, request_id, False, text))
             result.decisions.append(
-                _decision(ts, session_id, tool_name, "block", decision.reasons, text)
+                _decision(ts, session_id, tool_name, "block", decision.reasons, text, data)
             )
             return result
         if decision is not None and decision.outcome is Outcome.ALLOW:
             result.answers.append(AnswerPermission(session_id, request_id, True))
             result.decisions.append(
-                _decision(ts, session_id, tool_name, "allow", decision.reasons, f"mode {mode}")
+                _decision(
+                    ts, session_id, tool_name, "allow", decision.reasons, f"mode {mode}", data
+                )
             )
             return result
         reasons = decision.reasons if decision is not None else ()
-        self._cards[request_id] = Card(session_id, request_id, "permission", tool_name, data, now)
+        self._cards[request_id] = Card(
+            session_id, request_id, "permission", tool_name, data, now, reasons=tuple(reasons)
+        )
         metadata = {
             "special": "permission_request",
             "tool_name": tool_name,
@@ -244,14 +288,110 @@ class SessionCards:
                 metadata=metadata,
             )
         )
-        result.decisions.append(_decision(ts, session_id, tool_name, "card", reasons, gate_failure))
+        result.decisions.append(
+            _decision(ts, session_id, tool_name, "card", reasons, gate_failure, data)
+        )
+        return result
+
+    def block(
+        self,
+        request_id: str,
+        tool_name: str,
+        tool_input: Mapping[str, Any],
+        reasons: Sequence[str],
+        text: str,
+        now: float,
+    ) -> BrokerResult:
+        """Refuse a call without a card (a task's policy: ``tool_not_allowed``, a budget)."""
+        result = BrokerResult()
+        result.answers.append(AnswerPermission(self.session_id, request_id, False, text))
+        ts = _timestamp(now)
+        result.decisions.append(
+            _decision(ts, self.session_id, tool_name, "block", reasons, text, tool_input)
+        )
+        return result
+
+    def review(
+        self,
+        request_id: str,
+        tool_name: str,
+        tool_input: Mapping[str, Any],
+        reasons: Sequence[str],
+        now: float,
+    ) -> BrokerResult:
+        """An edit proposal waits for the editor's review (``edits.report``), not a phone card.
+
+        The editor applies proposed edits itself, in its own buffers, so only the editor can
+        answer; phones see the proposal as a transcript line. The review is the call's
+        approval: it never raises a permission card too.
+        """
+        data = dict(tool_input)
+        self._cards[request_id] = Card(
+            self.session_id, request_id, "review", tool_name, data, now, reasons=tuple(reasons)
+        )
+        files = data.get("files")
+        count = len(files) if isinstance(files, list) else 0
+        summary = data.get("summary")
+        text = f"Edit proposed ({count} file{'s' if count != 1 else ''}): review it in the editor"
+        if isinstance(summary, str) and summary.strip():
+            text = f"{text}. {summary.strip()[:500]}"
+        metadata: dict[str, Any] = {
+            "special": "edit_review",
+            "tool_name": tool_name,
+            "tool_use_id": request_id,
+            "reasons": list(reasons),
+        }
+        ts = _timestamp(now)
+        result = BrokerResult()
+        result.entries.append(
+            OutputEntry(entryType="system", content=text, timestamp=ts, metadata=metadata)
+        )
+        result.decisions.append(
+            _decision(ts, self.session_id, tool_name, "review", reasons, f"{count} files", data)
+        )
+        return result
+
+    def review_response(
+        self, request_id: str, report: Sequence[Mapping[str, Any]], now: float
+    ) -> BrokerResult | None:
+        """The editor reported every file of a proposal: the tool reads the report.
+
+        The call is allowed with the report added to its input (``report``), which the
+        editor tool hands to the model as the result: applied, rejected (with the reason) or
+        stale, per file. None when no review of that id is open.
+        """
+        card = self._cards.get(request_id)
+        if card is None or card.kind != "review":
+            return None
+        del self._cards[request_id]
+        updated = {**card.tool_input, "report": [dict(item) for item in report]}
+        applied = sum(1 for item in report if item.get("status") == "applied")
+        result = BrokerResult()
+        result.answers.append(
+            AnswerPermission(self.session_id, request_id, True, updated_input=updated)
+        )
+        detail = f"{applied} of {len(report)} files applied"
+        result.decisions.append(
+            _decision(_timestamp(now), self.session_id, card.tool_name, "editor_report", (), detail)
+        )
         return result
 
     # --- the phone answers ---------------------------------------------------------------------
 
     def permission_response(
-        self, request_id: str, allow: bool, modifier: str | None, now: float
+        self,
+        request_id: str,
+        allow: bool,
+        modifier: str | None,
+        now: float,
+        *,
+        answerer: str = "phone",
+        reason: str | None = None,
     ) -> BrokerResult | None:
+        """A phone's ``permission-res`` (or the editor's ``task.approve``/``task.reject``, with
+        `answerer` ``"editor"``): the first answer wins, a second finds no card (None).
+
+        `reason` is the editor's rejection reason; the model reads it."""
         card = self._cards.get(request_id)
         if card is None or card.kind != "permission":
             return None
@@ -263,8 +403,10 @@ class SessionCards:
             always = modifier == "always"
             result.answers.append(AnswerPermission(session_id, request_id, True, always=always))
             detail = "allowed always" if always else "allowed once"
+            if modifier == "task":
+                detail = "allowed for the task"
             result.decisions.append(
-                _decision(ts, session_id, card.tool_name, "phone_allow", (), detail)
+                _decision(ts, session_id, card.tool_name, f"{answerer}_allow", (), detail)
             )
         else:
             message = (
@@ -272,9 +414,11 @@ class SessionCards:
                 if modifier == "never"
                 else "The user denied this tool call."
             )
+            if reason:
+                message = f"The user denied this tool call: {reason}"
             result.answers.append(AnswerPermission(session_id, request_id, False, message))
             result.decisions.append(
-                _decision(ts, session_id, card.tool_name, "phone_deny", (), modifier or None)
+                _decision(ts, session_id, card.tool_name, f"{answerer}_deny", (), modifier or None)
             )
         return result
 
@@ -369,6 +513,18 @@ class SessionCards:
                 )
 
 
+def _worst(decisions: Sequence[GateDecision]) -> GateDecision:
+    """One verdict over several calls: any block blocks, any ask asks; the reasons of all."""
+    if not decisions:
+        return GateDecision(Outcome.ASK, ())
+    reasons = order_labels({r for d in decisions for r in d.reasons})
+    if any(d.outcome is Outcome.BLOCK for d in decisions):
+        return GateDecision(Outcome.BLOCK, reasons)
+    if any(d.outcome is Outcome.ASK for d in decisions):
+        return GateDecision(Outcome.ASK, reasons)
+    return GateDecision(Outcome.ALLOW, reasons)
+
+
 def _options(question: Mapping[str, Any]) -> list[dict[str, str]]:
     raw = question.get("options")
     out: list[dict[str, str]] = []
@@ -384,7 +540,13 @@ def _options(question: Mapping[str, Any]) -> list[dict[str, str]]:
 
 
 def _decision(
-    at: str, session_id: str, tool: str, outcome: str, reasons: Sequence[str], detail: str | None
+    at: str,
+    session_id: str,
+    tool: str,
+    outcome: str,
+    reasons: Sequence[str],
+    detail: str | None,
+    call: Mapping[str, Any] | None = None,
 ) -> RecordDecision:
     return RecordDecision(
         at=at,
@@ -393,4 +555,5 @@ def _decision(
         outcome=outcome,
         reasons=tuple(reasons),
         detail=detail,
+        call={"tool": tool, "input": dict(call)} if call is not None else None,
     )

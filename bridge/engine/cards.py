@@ -36,6 +36,7 @@ from bridge.engine.host import EngineConfig
 from bridge.engine.inputs import PermissionRequested, PermissionStillPending, ToolBlocked
 from bridge.engine.phones import PhoneBook
 from bridge.engine.state import SessionState, SessionTable
+from bridge.engine.task_gate import task_request
 from bridge.engine.timefmt import iso
 from bridge.engine.transcript import Transcript
 from bridge.protocol import (
@@ -120,6 +121,20 @@ class Cards:
     def _ask(self, state: SessionState, event: PermissionRequested, now: float) -> BrokerResult:
         """The session's cards take one call (a card, or the gate's own verdict)."""
         record = state.record
+        if record.task is not None:
+            return task_request(
+                state.cards,
+                record.task,
+                event.request_id,
+                event.tool_name,
+                event.tool_input,
+                mode=record.permission_mode or "default",
+                cwd=record.cwd,
+                roots=(record.cwd,),  # the editor's workspace: the task's only root
+                home=self._config.home,
+                description=event.description,
+                now=now,
+            )
         return state.cards.request(
             event.request_id,
             event.tool_name,

@@ -47,6 +47,7 @@ from bridge.engine.attachments import Attachments
 from bridge.engine.broker import Card
 from bridge.engine.cards import Cards
 from bridge.engine.credentials import Credentials
+from bridge.engine.editor_tasks import EditorTasks
 from bridge.engine.effects import (
     CloseRunner,
     Commit,
@@ -95,6 +96,11 @@ from bridge.engine.inputs import (
     SessionCloseRequested,
     SessionCommitted,
     SyncChunkSent,
+    TaskCardAnswered,
+    TaskEditsReported,
+    TaskInputRequested,
+    TaskStartRequested,
+    TaskStopRequested,
     ToolBlocked,
 )
 from bridge.engine.pairing import Pairing, PairingWindow
@@ -203,6 +209,15 @@ class Engine:
             new_id,
         )
         self.agents = AgentEvents(self.sessions, self.phones, self.heartbeat, transcript)
+        self.tasks = EditorTasks(
+            config.machine,
+            self.sessions,
+            self.phones,
+            self.heartbeat,
+            transcript,
+            self.cards,
+            new_id,
+        )
         self._prune_at = now + PRUNE_INTERVAL
 
     # --- boot and shutdown ---------------------------------------------------------------------
@@ -332,6 +347,16 @@ class Engine:
                 return commands.image_saved(event, now)
             case FolderCreated():
                 return commands.folder_created(event, now)
+            case TaskStartRequested():
+                return self.tasks.start(event, now)
+            case TaskCardAnswered():
+                return self.tasks.answer(event, now)
+            case TaskEditsReported():
+                return self.tasks.report(event, now)
+            case TaskInputRequested():
+                return self.tasks.input(event, now)
+            case TaskStopRequested():
+                return self.tasks.stop(event, now)
             case _:
                 assert_never(event)
 
@@ -449,6 +474,11 @@ class Engine:
         """Whether the session's runner reported ready (and has not ended since)."""
         state = self.sessions.get(session_id)
         return state is not None and state.liveness is Liveness.ALIVE
+
+    def has_ended(self, session_id: str) -> bool:
+        """Whether the session's runner failed or ended for good (a starting one has not)."""
+        state = self.sessions.get(session_id)
+        return state is not None and state.liveness is Liveness.ENDED
 
     def paired_phones(self) -> list[PairedPhone]:
         """The paired phones, oldest pairing first."""

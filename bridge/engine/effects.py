@@ -22,6 +22,7 @@ facts (see :mod:`bridge.engine.inputs`).
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -87,6 +88,40 @@ class PairedPhone:
 
 
 @dataclass(frozen=True, slots=True)
+class TaskPolicy:
+    """What a Desiide task's session may do beyond its permission mode (``DESIIDE.md``).
+
+    Attributes:
+        allowed_tools: the editor tools the task allows (``read_file``, ``propose_edit``, …);
+            a call of another one is blocked as ``tool_not_allowed``.
+        max_tool_calls: the task's tool-call budget; the call after it is blocked as
+            ``budget:maxToolCalls``.
+    """
+
+    allowed_tools: tuple[str, ...]
+    max_tool_calls: int
+    strict: bool = False
+    """The editor's strict mode: a call the gate would auto-allow is a card
+    (``policy_override:strict_mode``)."""
+    judge: bool = False
+    """The editor's judge is on: a call the gate would auto-allow is a card labelled
+    ``jev:pending`` until the orchestrator's judge lets it go or keeps it for the user."""
+
+    @classmethod
+    def from_json(cls, value: object) -> TaskPolicy | None:
+        """The policy as stored in a session record (a JSON object), or None if unusable."""
+        if not isinstance(value, Mapping):
+            return None
+        tools = value.get("allowed_tools")
+        limit = value.get("max_tool_calls")
+        if not isinstance(tools, list | tuple) or not all(isinstance(t, str) for t in tools):
+            return None
+        if not isinstance(limit, int) or isinstance(limit, bool) or limit < 0:
+            return None
+        return cls(tuple(tools), limit, value.get("strict") is True, value.get("judge") is True)
+
+
+@dataclass(frozen=True, slots=True)
 class SessionRecord:
     """One agent session as the registry keeps it (REFERENCE-BEHAVIOUR §1.11)."""
 
@@ -111,6 +146,8 @@ class SessionRecord:
     """The seq of the last record of the session host's journal applied (committed with it)."""
     agent: str = "claude"
     """The agent the session runs (``claude``, or the id of an ``[agents.<id>]`` table)."""
+    task: TaskPolicy | None = None
+    """Set for the session of a Desiide task: the editor's tools and the task's policy."""
 
 
 # --- store operations (only inside a Commit) -------------------------------------------------
@@ -216,6 +253,9 @@ class RecordDecision:
     outcome: str
     reasons: tuple[str, ...] = ()
     detail: str | None = None
+    call: Mapping[str, Any] | None = None
+    """The call judged (``{"tool", "input"}``), kept so that ``decisions.replay`` can judge it
+    again; the store masks secrets in it and caps its size."""
 
 
 @dataclass(frozen=True, slots=True)

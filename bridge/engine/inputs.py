@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from bridge.engine.agents import AgentCheck
+from bridge.engine.effects import TaskPolicy
 from bridge.nostr.event import VerifiedEvent
 from bridge.protocol import GsdState, ModelEntry, OutputEntry
 
@@ -48,6 +49,11 @@ __all__ = [
     "SessionCloseRequested",
     "SessionCommitted",
     "SyncChunkSent",
+    "TaskCardAnswered",
+    "TaskEditsReported",
+    "TaskInputRequested",
+    "TaskStartRequested",
+    "TaskStopRequested",
     "ToolBlocked",
 ]
 
@@ -88,6 +94,62 @@ class PhoneUnpaired:
 @dataclass(frozen=True, slots=True)
 class RefreshRequested:
     """Republish the heartbeat now (a timer, a relay reconnect, or a local request)."""
+
+
+@dataclass(frozen=True, slots=True)
+class TaskStartRequested:
+    """The editor (``codedeck-bridge desiide``) starts a task: a session with `policy`.
+
+    The orchestrator chose `session_id` (its task id), so a start it sends again after a lost
+    answer finds the session and changes nothing.
+    """
+
+    session_id: str
+    cwd: str
+    instruction: str
+    policy: TaskPolicy
+    title: str | None = None
+    model: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class TaskCardAnswered:
+    """The editor answers a permission card (``task.approve`` / ``task.reject``).
+
+    `scope` is ``"task"`` for an approval the orchestrator will repeat for exact-match calls
+    (recorded in the audit log); `reason` is the rejection's reason, which the model reads.
+    """
+
+    session_id: str
+    card_id: str
+    allow: bool
+    scope: str | None = None
+    reason: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class TaskEditsReported:
+    """Every file of an edit proposal is reported (``edits.report``): the review's answer."""
+
+    session_id: str
+    card_id: str
+    report: tuple[Mapping[str, Any], ...]
+
+
+@dataclass(frozen=True, slots=True)
+class TaskInputRequested:
+    """The orchestrator sends the task's agent more text (the failing checks of a ``fix``)."""
+
+    session_id: str
+    text: str
+
+
+@dataclass(frozen=True, slots=True)
+class TaskStopRequested:
+    """The editor cancels a task (or the orchestrator ends a failed one): deny its cards and
+    interrupt its agent. The session stays listed with its transcript; phones may close it."""
+
+    session_id: str
 
 
 @dataclass(frozen=True, slots=True)
@@ -387,4 +449,9 @@ Input = (
     | SessionCommitted
     | SyncChunkSent
     | ToolBlocked
+    | TaskStartRequested
+    | TaskCardAnswered
+    | TaskEditsReported
+    | TaskInputRequested
+    | TaskStopRequested
 )

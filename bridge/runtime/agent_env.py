@@ -277,6 +277,11 @@ class AgentEnvironment:
                     raise RunnerError(no_longer_configured(record.agent))
                 kind, named = ACP_AGENT_KIND, acp_agent.label
                 driver_options = acp_driver_options(acp_agent, self._settings.home)
+            elif record is not None and record.task is not None:
+                # A Desiide task: the editor's tools, served in the host, rooted at the task's
+                # workspace (DESIIDE.md, "Tools").
+                editor_tools = {"root": record.cwd, "allowed": list(record.task.allowed_tools)}
+                driver_options = {**options, "editor_tools": editor_tools}
             return HostRunner(
                 session_id,
                 emit,
@@ -313,11 +318,13 @@ class AgentEnvironment:
         # Claude Code's own plan file is Claude Code's: another agent writing there is not
         # writing a plan.
         claude = record is not None and record.agent == CLAUDE
+        # A Desiide task's workspace is the editor's root, its only one (as in its cards).
+        roots = (record.cwd,) if record is not None and record.task is not None else config.roots
         verdict = pre_tool_verdict(
             tool_name,
             tool_input,
             session,
-            roots=tuple(config.roots),
+            roots=tuple(roots),
             home=config.home,
             plan_file_write=claude and is_plan_file_write(tool_name, tool_input),
         )

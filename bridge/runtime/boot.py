@@ -19,7 +19,7 @@ from typing import Any
 
 from bridge.engine.core import EngineState
 from bridge.engine.credentials import Credentials
-from bridge.engine.effects import PairedPhone, SessionRecord
+from bridge.engine.effects import PairedPhone, SessionRecord, TaskPolicy
 from bridge.engine.providers import ProviderProfile, profile_from_record
 from bridge.logs import register_secret
 from store import accounts as accounts_store
@@ -39,8 +39,14 @@ def session_record(data: Mapping[str, Any]) -> SessionRecord | str:
     Unknown fields (written by a newer version) are ignored; a missing required field or a
     field of the wrong shape makes the record unusable.
     """
+    fields = {k: v for k, v in data.items() if k in _RECORD_FIELDS}
+    if fields.get("task") is not None:
+        task = TaskPolicy.from_json(fields["task"])
+        if task is None:
+            return "its task policy is unreadable"
+        fields["task"] = task
     try:
-        record = SessionRecord(**{k: v for k, v in data.items() if k in _RECORD_FIELDS})
+        record = SessionRecord(**fields)
     except TypeError as exc:
         return f"it does not fit a session record ({exc})"
     if not isinstance(record.session_id, str) or not isinstance(record.cwd, str):

@@ -62,7 +62,7 @@ from bridge.engine.effects import (
     SetCredential,
     StoreOp,
 )
-from bridge.logs import register_secret
+from bridge.logs import redact, register_secret
 from bridge.runtime.outbound import Outbound, SealedEvent
 from store import accounts as accounts_store
 from store import bridge_state as state
@@ -130,6 +130,7 @@ def op_statements(op: StoreOp, now: int) -> list[Statement]:
                     outcome=op.outcome,
                     reasons=op.reasons,
                     detail=op.detail,
+                    call=decisions_store.call_json(op.call, redact),
                 )
             ]
         case SaveAgentCursor():

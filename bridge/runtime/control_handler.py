@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import asyncio
 import os
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from urllib.parse import quote
 
@@ -37,6 +37,7 @@ from bridge.control.methods import (
     iso_timestamp,
 )
 from bridge.control.render import safe_text
+from bridge.control.task_methods import QueuedResult, TaskStartResult, TasksWatchResult
 from bridge.engine.core import Engine
 from bridge.engine.effects import Notify
 from bridge.engine.inputs import (
@@ -48,6 +49,7 @@ from bridge.engine.inputs import (
 )
 from bridge.nostr.keys import Keypair, hex_to_npub, npub_to_hex
 from bridge.nostr.pool import RelayPool
+from bridge.runtime.control_tasks import DaemonTasks
 from bridge.runtime.registration import RelayRegistration
 
 __all__ = ["DaemonControl", "pair_url"]
@@ -113,6 +115,8 @@ class DaemonControl:
         self._waiters: list[asyncio.Future[PairWaitResult]] = []
         self._closing: set[str] = set()
         """Sessions whose close is queued: a second ``sessions.close`` does not queue it again."""
+        self.tasks: DaemonTasks | None = None
+        """The editor's tasks (set by the daemon once its store and engine loop exist)."""
 
     # --- notifications from the engine ----------------------------------------------------
 
@@ -264,3 +268,47 @@ class DaemonControl:
                 self._closing.add(sid)
                 self._feed(SessionCloseRequested(sid))
         return {"closed": chosen}
+
+    # --- the Desiide orchestrator's tasks (bridge.runtime.control_tasks) -------------------
+
+    async def tasks_start(
+        self,
+        session_id: str,
+        cwd: str,
+        instruction: str,
+        allowed_tools: tuple[str, ...],
+        max_tool_calls: int,
+        title: str | None,
+        model: str | None,
+        strict: bool,
+        judge: bool,
+    ) -> TaskStartResult:
+        return await self._tasks().start(
+            session_id, cwd, instruction, allowed_tools, max_tool_calls, title, model, strict, judge
+        )
+
+    async def tasks_watch(
+        self, cursors: Mapping[str, tuple[int, frozenset[str], str | None]], timeout: float
+    ) -> TasksWatchResult:
+        return await self._tasks().watch(cursors, timeout)
+
+    async def tasks_answer(
+        self, session_id: str, card_id: str, allow: bool, scope: str | None, reason: str | None
+    ) -> QueuedResult:
+        return await self._tasks().answer(session_id, card_id, allow, scope, reason)
+
+    async def tasks_report(
+        self, session_id: str, card_id: str, report: tuple[dict[str, str], ...]
+    ) -> QueuedResult:
+        return await self._tasks().report(session_id, card_id, report)
+
+    async def tasks_input(self, session_id: str, text: str) -> QueuedResult:
+        return await self._tasks().input(session_id, text)
+
+    async def tasks_stop(self, session_id: str) -> QueuedResult:
+        return await self._tasks().stop(session_id)
+
+    def _tasks(self) -> DaemonTasks:
+        if self.tasks is None:
+            raise HandlerError("this daemon does not serve editor tasks")
+        return self.tasks

@@ -74,6 +74,7 @@ from bridge.runtime.boot import load_engine_state
 from bridge.runtime.clock import Clock, SystemClock
 from bridge.runtime.commit import Committer
 from bridge.runtime.control_handler import DaemonControl
+from bridge.runtime.control_tasks import DaemonTasks
 from bridge.runtime.embedded_relay import (
     EmbeddedRelay,
     EmbeddedRelayError,
@@ -274,6 +275,9 @@ class Daemon:
             feed=lambda event: loop.feed(event),
         )
         loop = EngineLoop(engine, effects, clock)
+        control.tasks = DaemonTasks(
+            engine=engine, db=self.db, feed=lambda event: loop.feed(event), progress=loop.progress
+        )
         periodic = PeriodicWork(
             scan_folders=errands.scan_folders,
             retry_outbox=lambda: self.outbound.retry_outbox(older_than=OUTBOX_RETRY_AGE),
@@ -422,8 +426,12 @@ async def run_daemon(
     stop: asyncio.Event | None = None,
     runner_factory: RunnerFactory | None = None,
     keep_sessions: bool | None = None,
+    install_signals: bool = True,
 ) -> None:
     """Run until `stop` is set or SIGINT/SIGTERM arrives.
+
+    `install_signals` False leaves SIGINT/SIGTERM to the caller: ``codedeck-bridge desiide``
+    runs the daemon in its own process when none runs, and stops it itself after its tasks.
 
     Raises:
         DaemonError: a start-up step failed, or the daemon stopped on a failure (the message
@@ -442,7 +450,7 @@ async def run_daemon(
             register_secret(keypair.secret_hex)
             register_secret(keypair.nsec)
             daemon = Daemon(settings, db, keypair, runner_factory, keep_sessions=keep_sessions)
-            installed = _install_stop_signals(stop)
+            installed = _install_stop_signals(stop) if install_signals else []
             try:
                 await daemon.serve(stop)
             finally:

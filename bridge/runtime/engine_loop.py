@@ -91,6 +91,7 @@ from bridge.runtime.clock import Clock
 from bridge.runtime.commit import CommitFailed, Committer, PreparedCommit
 from bridge.runtime.errands import Errands
 from bridge.runtime.outbound import Outbound
+from bridge.runtime.progress import Progress
 from bridge.runtime.runners import RunnerManager
 from bridge.runtime.subscriptions import Subscriptions
 from bridge.runtime.sync_chunks import chunk_text, read_ranges
@@ -348,6 +349,8 @@ class EngineLoop:
         self._waiter: asyncio.Future[None] | None = None
         """Set while the loop waits for an input: what :meth:`feed` and :meth:`stop` resolve."""
         self.handled = 0
+        self.progress = Progress()
+        """Raised after every input handled (long-polling readers wait on it)."""
 
     @property
     def pending(self) -> int:
@@ -403,6 +406,7 @@ class EngineLoop:
                 await self.tick()
             else:
                 await self.handle_waiting(event)
+            self.progress.bump()
 
     async def handle_waiting(self, first: Input) -> None:
         """`first`, and the inputs waiting behind it as one group commit while they can be.

@@ -201,7 +201,9 @@ class RunnerManager:
             if session_id in self._runners:
                 return
             try:
-                if resume:
+                if resume or record.task is not None:
+                    # A task's cwd is the editor's workspace root, checked by the orchestrator
+                    # (it need not lie under the configured roots).
                     cwd = Path(record.cwd)
                     if not cwd.is_dir():
                         raise WorkspaceError(f"{record.cwd} no longer exists")

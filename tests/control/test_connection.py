@@ -343,7 +343,10 @@ def test_method_table_names_match_handler_methods() -> None:
     for spec in METHODS.values():
         assert spec.attribute == spec.name.replace(".", "_")
         assert callable(getattr(ControlHandler, spec.attribute))
-    assert [s.name for s in METHODS.values() if s.cancel_on_disconnect] == ["pair.wait"]
+    assert [s.name for s in METHODS.values() if s.cancel_on_disconnect] == [
+        "pair.wait",
+        "tasks.watch",
+    ]
 
 
 def test_version_major() -> None:

@@ -6,7 +6,8 @@ session uses (``SubprocessCLITransport._build_command`` and ``connect``): stream
 would be ``--system-prompt ''`` and strip Claude Code's instructions), the permission mode, the
 model and effort, ``--permission-prompt-tool stdio`` (permission prompts come to us as
 ``can_use_tool`` control requests), ``--resume=<id>`` or ``--session-id=<id>`` (the ``=`` form, so
-an id can never be read as a flag), and the ``user`` and ``project`` setting sources. The
+an id can never be read as a flag), the ``user`` and ``project`` setting sources, and for an
+editor's task ``--tools ""`` and ``--mcp-config`` (measured in :mod:`.editor_tools`). The
 environment is exactly the one the daemon gave (``DriverSpec.env``: nothing of ``os.environ`` is
 added) plus the variables the SDK sets: ``CLAUDE_CODE_ENTRYPOINT=sdk-py``,
 ``CLAUDE_AGENT_SDK_VERSION``, ``CLAUDE_CODE_SDK_READS_SESSION_STATE=1`` and ``PWD``.
@@ -94,6 +95,9 @@ class CliOptions:
         resume: ``--resume=<id>``: continue this conversation…
         session_id: …or ``--session-id=<id>``: start a new one with this id.
         permission_prompt: ``--permission-prompt-tool stdio`` (prompts come to us).
+        tools: ``--tools``: the built-in tools offered (``""``: none; None: the CLI's default).
+        mcp_config: ``--mcp-config`` (JSON) with ``--strict-mcp-config``: these MCP servers and
+            no configured one (see :mod:`.editor_tools`).
     """
 
     mode: str
@@ -102,11 +106,15 @@ class CliOptions:
     resume: str | None = None
     session_id: str | None = None
     permission_prompt: bool = True
+    tools: str | None = None
+    mcp_config: str | None = None
 
 
 def build_argv(cli_path: str, options: CliOptions) -> list[str]:
     """The CLI's argv, in the order the SDK builds it."""
     argv = [cli_path, "--output-format", "stream-json", "--verbose"]
+    if options.tools is not None:
+        argv += ["--tools", options.tools]
     if options.model:
         argv += ["--model", options.model]
     if options.permission_prompt:
@@ -116,6 +124,8 @@ def build_argv(cli_path: str, options: CliOptions) -> list[str]:
         argv.append(f"--resume={options.resume}")
     elif options.session_id:
         argv.append(f"--session-id={options.session_id}")
+    if options.mcp_config is not None:
+        argv += ["--mcp-config", options.mcp_config, "--strict-mcp-config"]
     argv.append("--setting-sources=user,project")
     if options.effort:
         argv += ["--effort", options.effort]

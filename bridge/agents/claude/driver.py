@@ -22,7 +22,8 @@ heavy for a host) and owns three tasks, all in one :class:`~bridge.tasks.TaskSet
 Lifecycle (:meth:`ClaudeDriver.run`): the working directory must exist (else ``Failed``); the CLI
 is spawned (:mod:`.cli_process`) with the options coerced as :mod:`.options` says, a new
 conversation with ``--session-id`` (the spec's id, or a new one), a resumed one with
-``--resume``. Then ``initialize`` (with the ``PreToolUse`` hook when the spec's options say
+``--resume``; an editor's task (``editor_tools``) gets its tools instead of the CLI's own
+(:mod:`.editor_tools`). Then ``initialize`` (with the ``PreToolUse`` hook when the spec's options say
 ``check_tools``; a CLI that cannot make a failing hook block is refused) and ``get_settings``
 (the model in force), and ``Ready``. A conversation the CLI cannot resume ("No conversation
 found" in its error or last stderr lines, or no transcript file) is started afresh under a new id,
@@ -76,6 +77,7 @@ from .cli_process import (
     spawn_cli,
 )
 from .cli_protocol import ControlError, ControlProtocol, ProtocolClosed
+from .editor_tools import EditorTools, editor_handlers, editor_tools, with_editor_tools
 from .environment import claude_config_dir
 from .handoff import InputHandoff
 from .models import models_from_initialize
@@ -161,7 +163,8 @@ class ClaudeDriver:
     Args:
         spec: what to start; ``spec.options`` may hold ``cli_path`` (the ``claude`` executable;
             default: the SDK's bundled one) and ``check_tools`` (register the ``PreToolUse``
-            hook: every call is checked by the daemon).
+            hook: every call is checked by the daemon) and ``editor_tools`` (an editor's task:
+            the Desiide tools only, see :mod:`.editor_tools`).
         services: the host's services.
     """
 
@@ -191,6 +194,7 @@ class ClaudeDriver:
         self._effort = start_effort(spec.effort_level)
         self._sdk_session_id: str | None = None
         self._dropped: list[str] = []  # conversation ids that could not be resumed
+        self._editor: EditorTools | None = None
 
     # -- the Driver protocol ---------------------------------------------------------------------
 
@@ -346,6 +350,10 @@ class ClaudeDriver:
         cli_path = _cli_path(spec.options)
         if cli_path is None:
             return self._fail("Claude Code is not installed (no bundled CLI was found)")
+        try:
+            self._editor = editor_tools(spec.options, spec.env)
+        except ValueError as exc:
+            return self._fail(f"the editor's tools cannot be set up: {exc}")
         resume_id = spec.sdk_session_id if spec.resume else None
         dropped: str | None = None
         try:
@@ -388,7 +396,7 @@ class ClaudeDriver:
             given = spec.sdk_session_id if not spec.resume else None
             new_id = given or str(uuid.uuid4())
         options = CliOptions(self._mode, self._model, self._effort, resume_id, new_id)
-        argv = build_argv(cli_path, options)
+        argv = build_argv(cli_path, with_editor_tools(options, self._editor))
         try:
             process = await spawn_cli(
                 argv, cli_env(spec.env, spec.cwd), spec.cwd, label=self._label
@@ -398,7 +406,7 @@ class ClaudeDriver:
             raise _StartFailed(f"Claude Code could not be started: {reason}", ran=False) from exc
         protocol = ControlProtocol(
             process.stdin,
-            self._calls.handlers(),
+            {**self._calls.handlers(), **editor_handlers(self._editor)},
             self._on_frame,
             self._on_handler_failure,
             on_cancel=self._calls.withdrawn,

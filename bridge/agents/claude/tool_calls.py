@@ -15,7 +15,8 @@ Claude Code asks in this order, and the two do different jobs:
   ``waiting_permission`` (``waiting_question`` for ``AskUserQuestion``), then asks the phone
   through :meth:`~bridge.host.driver.HostServices.ask_permission` with ``request_id`` = the
   call's ``tool_use_id`` — **without a time limit**: nothing here ever denies on the daemon's
-  behalf. When no prompt is pending any more the state is ``running`` again.
+  behalf. A ``report`` the model wrote into a Desiide ``propose_edit`` is dropped first
+  (:func:`~.editor_tools.without_model_report`). When no prompt is pending any more the state is ``running`` again.
 
 Both handlers are cancel-safe: the CLI cancels a prompt (``control_cancel_request``, after an
 interrupt) by cancelling the handler's task, which cancels the host's wait (the host withdraws
@@ -34,6 +35,7 @@ from bridge.host.driver import HostServices
 from bridge.host.events import PermissionAsked
 
 from .cli_protocol import ControlError, Handler
+from .editor_tools import without_model_report
 from .permissions import ToolOrder, hook_response, permission_response
 
 __all__ = ["HOOK_CALLBACK_ID", "HOOK_TIMEOUT", "TOOL_USE_WAIT", "ToolCalls", "hooks_config"]
@@ -99,6 +101,7 @@ class ToolCalls:
         tool_name = str(request.get("tool_name") or "")
         raw_input = request.get("input")
         tool_input: dict[str, Any] = dict(raw_input) if isinstance(raw_input, Mapping) else {}
+        tool_input = without_model_report(tool_name, tool_input)
         tool_use_id = request.get("tool_use_id")
         request_id = (
             tool_use_id if isinstance(tool_use_id, str) and tool_use_id else _generated_id()

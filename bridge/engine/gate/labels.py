@@ -18,6 +18,7 @@ __all__ = [
     "DENY_RULES",
     "FLOOR_LABELS",
     "LOOP_LABEL",
+    "TASK_LABELS",
     "GateDecision",
     "Outcome",
     "deny_label",
@@ -68,10 +69,21 @@ def deny_label(rule: str) -> str:
     return DENY_PREFIX + rule
 
 
+TASK_LABELS: tuple[str, ...] = (
+    "tool_not_allowed",
+    "budget:maxToolCalls",
+    "gate_error",
+    "policy_override:strict_mode",
+    "jev:pending",
+)
+"""Labels of a Desiide task's calls (:mod:`bridge.engine.task_gate`): its policy, strict mode,
+and a call held for the editor's judge."""
+
 ALL_LABELS: tuple[str, ...] = (
     *(DENY_PREFIX + rule for rule in DENY_RULES),
     *FLOOR_LABELS,
     LOOP_LABEL,
+    *TASK_LABELS,
 )
 """Every label the gate can emit, in the canonical order of :func:`order_labels`."""
 
@@ -106,6 +118,11 @@ _TEXTS: dict[str, str] = {
     "unparsable_command": "The command can't be parsed safely, so it can't be checked.",
     "inline_code": "Runs inline code (python -c, node -e, bash -c, eval, a script on stdin, …).",
     "loop_detected": "The same call was made three times in a row.",
+    "tool_not_allowed": "The editor's task does not allow this tool.",
+    "budget:maxToolCalls": "The editor's task has used up its tool calls.",
+    "gate_error": "The gate could not judge this call, so it asks.",
+    "policy_override:strict_mode": "The editor's strict mode asks about every call.",
+    "jev:pending": "The editor's judge is looking at this call.",
 }
 
 

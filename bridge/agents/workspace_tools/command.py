@@ -1,0 +1,189 @@
+"""``run_command``: one shell command in the workspace root, and nothing it started outlives it.
+
+The command runs as ``/bin/sh -c <command>`` with the workspace root as its working directory,
+stdin from ``/dev/null`` (a command that waits for input would otherwise hang until its timeout)
+and stdout and stderr in one pipe, so the model reads them interleaved as a terminal shows them.
+It is started in a session and process group of its own (``start_new_session``), and it dies
+with the session host (``PR_SET_PDEATHSIG``, :func:`bridge.agents.child_process.die_with_parent`).
+
+Ending it is always about the *group*, because ``sh -c`` forks and a test runner forks more:
+
+- after ``timeoutMs`` (default :data:`DEFAULT_TIMEOUT_MS`, at most
+  :data:`~.catalog.MAX_TIMEOUT_MS`) the group gets SIGTERM, then SIGKILL after
+  :data:`KILL_GRACE` s; the result is an error that starts with ``timeout``;
+- when the shell exits by itself, what it left running in the background still holds the pipe:
+  its output is read for at most :data:`DRAIN_AFTER_EXIT` s more, then the group is SIGKILLed
+  (a dev server started with ``&`` does not run on unseen);
+- when the call is cancelled (the agent's turn was interrupted, the session stops) the group is
+  SIGKILLed before the cancellation goes on.
+
+The output keeps its *tail*: the last :data:`OUTPUT_CAP` bytes (a failing test prints its verdict
+last); the result says how much was cut before it. The first line is ``exit code N`` (or ``killed
+by signal N``); a non-zero exit is an error result, as the agent's own shell tool reports it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import signal
+import subprocess
+from collections.abc import Mapping
+from typing import Final
+
+from bridge.agents.child_process import die_with_parent
+
+from .catalog import MAX_TIMEOUT_MS
+from .paths import Workspace
+from .results import INVALID_ARGUMENTS, ToolError, ToolResult, check_keys, int_arg, text_arg
+
+__all__ = [
+    "DEFAULT_TIMEOUT_MS",
+    "DRAIN_AFTER_EXIT",
+    "KILL_GRACE",
+    "OUTPUT_CAP",
+    "SHELL",
+    "OutputTail",
+    "run_command",
+]
+
+SHELL: Final = "/bin/sh"
+DEFAULT_TIMEOUT_MS: Final = 120_000
+OUTPUT_CAP: Final = 64 * 1024
+"""Bytes of output kept (the last ones)."""
+KILL_GRACE: Final = 2.0
+"""Seconds between SIGTERM and SIGKILL of a command that ran out of time."""
+DRAIN_AFTER_EXIT: Final = 1.0
+"""Seconds the output is still read once the shell exited (background children hold the pipe)."""
+
+
+class OutputTail:
+    """The last `cap` bytes of a stream, and how many came before them."""
+
+    def __init__(self, cap: int) -> None:
+        self._cap = cap
+        self._buffer = bytearray()
+        self.total = 0
+
+    def add(self, chunk: bytes) -> None:
+        self.total += len(chunk)
+        self._buffer += chunk
+        if len(self._buffer) > self._cap:
+            del self._buffer[: len(self._buffer) - self._cap]
+
+    @property
+    def cut(self) -> int:
+        """Bytes dropped from the front."""
+        return self.total - len(self._buffer)
+
+    def text(self) -> str:
+        return self._buffer.decode("utf-8", "replace")
+
+
+class _Command(asyncio.SubprocessProtocol):
+    """The shell's output and its exit, as they happen.
+
+    Not asyncio's ``Process``: its ``wait()`` also waits for the pipes to close, which a
+    background child of the shell can hold open for as long as it runs.
+    """
+
+    def __init__(self) -> None:
+        self.tail = OutputTail(OUTPUT_CAP)
+        self.exited = asyncio.Event()
+        self.closed = asyncio.Event()
+
+    def pipe_data_received(self, fd: int, data: bytes | bytearray) -> None:
+        self.tail.add(bytes(data))
+
+    def process_exited(self) -> None:
+        self.exited.set()
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self.closed.set()
+
+
+async def run_command(
+    workspace: Workspace, env: Mapping[str, str], arguments: Mapping[str, object]
+) -> ToolResult:
+    """The ``run_command`` tool (see the module docstring). Cancel-safe: the group is killed.
+
+    Raises:
+        ToolError: bad arguments, or the shell could not be started.
+    """
+    check_keys(arguments, ("command", "timeoutMs"))
+    command = text_arg(arguments, "command")
+    if command is None or not command.strip():
+        raise ToolError(INVALID_ARGUMENTS, "'command' is required (a shell command line)")
+    timeout_ms = int_arg(arguments, "timeoutMs", low=1, high=MAX_TIMEOUT_MS) or DEFAULT_TIMEOUT_MS
+    loop = asyncio.get_running_loop()
+    try:
+        transport, shell = await loop.subprocess_exec(
+            _Command,
+            SHELL,
+            "-c",
+            command,
+            cwd=workspace.root,
+            env={**env, "PWD": str(workspace.root)},
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+            preexec_fn=die_with_parent(os.getpid()),
+        )
+    except OSError as exc:
+        reason = exc.strerror or type(exc).__name__
+        raise ToolError("command_failed", f"the shell could not be started: {reason}") from None
+    group = transport.get_pid()  # a session leader: its pid is its group's id
+    timed_out = False
+    try:
+        try:
+            async with asyncio.timeout(timeout_ms / 1000):
+                await shell.exited.wait()
+        except TimeoutError:
+            timed_out = True
+            await _end_group(group, shell)
+        with contextlib.suppress(TimeoutError):
+            async with asyncio.timeout(DRAIN_AFTER_EXIT):
+                await shell.closed.wait()
+    finally:
+        _kill_group(group)
+        with contextlib.suppress(TimeoutError):
+            async with asyncio.timeout(KILL_GRACE):
+                await shell.exited.wait()
+        transport.close()
+    return _result(transport.get_returncode(), shell.tail, timed_out, timeout_ms)
+
+
+async def _end_group(group: int, shell: _Command) -> None:
+    """SIGTERM the group, SIGKILL it after :data:`KILL_GRACE` s if the shell still runs."""
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(group, signal.SIGTERM)
+    with contextlib.suppress(TimeoutError):
+        async with asyncio.timeout(KILL_GRACE):
+            await shell.exited.wait()
+    _kill_group(group)
+
+
+def _kill_group(pgid: int) -> None:
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(pgid, signal.SIGKILL)
+
+
+def _result(
+    returncode: int | None, tail: OutputTail, timed_out: bool, timeout_ms: int
+) -> ToolResult:
+    if timed_out:
+        head = f"timeout: the command ran longer than {timeout_ms} ms and was killed"
+    elif returncode is not None and returncode < 0:
+        head = f"killed by signal {-returncode}"
+    else:
+        head = f"exit code {returncode}"
+    parts = [head]
+    if tail.cut:
+        parts.append(
+            f"[the first {tail.cut} bytes of output are cut; the last {OUTPUT_CAP} follow]"
+        )
+    output = tail.text()
+    parts.append(output if output else "(no output)")
+    return ToolResult("\n".join(parts), is_error=timed_out or returncode != 0)

@@ -1,0 +1,241 @@
+"""The orchestrator's method table: each Desiide request → the module that does it.
+
+The connection has validated the params into the method's model
+(:data:`bridge.desiide.schema.METHODS`); a handler returns the result as a JSON object (the
+schema's result models describe them, ``DESIIDE.md`` documents them) or raises
+:class:`~bridge.desiide.errors.DesiideError` (or the task book's
+:class:`~bridge.desiide.lifecycle_types.LifecycleError`, mapped by the server).
+
+=====================  ===================================================================
+method                 done by
+=====================  ===================================================================
+``task.*``, ``edits``  :class:`~bridge.desiide.orchestrator.Orchestrator` (tasks as sessions)
+``decisions.*``        :mod:`bridge.desiide.decision_log` (the store, read-only)
+``models.*``           :mod:`bridge.desiide.models` (configured, profiles', Claude's, Ollama)
+``jev.*``              :mod:`bridge.desiide.jev` (the packs' states; the configured judge)
+``config.update``      :mod:`bridge.desiide.settings` (kept in ``<home>/desiide``, refs only)
+``health.ping``        here
+=====================  ===================================================================
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import os
+import time
+from collections.abc import Awaitable
+from pathlib import Path
+from typing import Any, Final, TypeVar
+
+from pydantic import BaseModel
+
+from bridge.desiide.decision_log import list_decisions, replay_decision
+from bridge.desiide.errors import INVALID_PARAMS, NOT_IMPLEMENTED, SECRET_MISSING, DesiideError
+from bridge.desiide.jev import (
+    JevClient,
+    NoulResult,
+    available_models,
+    build_risk_gate,
+    combine_with_reasons,
+    current_branch,
+    detect_env,
+    has_pending_migrations,
+    preview_state,
+)
+from bridge.desiide.lifecycle_entries import call_paths
+from bridge.desiide.lifecycle_types import FileReport
+from bridge.desiide.models import AgentModel, ModelSources, catalog, list_models, run_model_test
+from bridge.desiide.orchestrator import Orchestrator
+from bridge.desiide.settings import (
+    DesiideConfig,
+    SecretNotSet,
+    SecretResolver,
+    SettingsError,
+    load_config,
+    save_config,
+)
+from bridge.engine.providers import ProviderProfile, profile_from_record
+from store.errors import StoreError
+from store.readonly import open_readonly
+
+__all__ = ["CLAUDE_CODE_MODELS", "Handlers", "read_profiles"]
+
+logger = logging.getLogger(__name__)
+
+T = TypeVar("T")
+
+
+def _load_config(home: Path) -> DesiideConfig:
+    """The last settings the editor sent (kept across restarts), or the defaults."""
+    try:
+        return load_config(home) or DesiideConfig.from_params({})
+    except SettingsError:
+        logger.warning("! the stored Desiide settings are unusable; using the defaults")
+        return DesiideConfig.from_params({})
+
+
+class Handlers:
+    """Dispatch of validated requests (see the module docstring)."""
+
+    def __init__(
+        self, home: Path, orchestrator: Orchestrator, secrets: SecretResolver, started: float
+    ) -> None:
+        self._home = home
+        self._tasks = orchestrator
+        self._secrets = secrets
+        self._started = started
+        self.config = _load_config(home)
+        self._apply(self.config)
+
+    async def handle(self, method: str, params: BaseModel) -> dict[str, Any]:
+        p: Any = params
+        tasks = self._tasks
+        match method:
+            case "task.create":
+                return await tasks.create(p)
+            case "task.cancel":
+                return await tasks.cancel(p.taskId)
+            case "task.list":
+                return tasks.summaries()
+            case "task.approve":
+                return await tasks.approve(p.taskId, p.approvalId, str(p.scope))
+            case "task.reject":
+                return await tasks.reject(p.taskId, p.approvalId, p.reason)
+            case "edits.report":
+                files = [FileReport(f.path, str(f.status), f.reason) for f in p.files]
+                return await tasks.report(p.taskId, p.proposalId, files)
+            case "decisions.list":
+                return await asyncio.to_thread(
+                    list_decisions,
+                    self._home,
+                    task_id=p.taskId,
+                    pack=str(p.pack) if p.pack is not None else None,
+                    outcome=p.outcome,
+                    limit=p.limit,
+                    cursor=p.cursor,
+                )
+            case "decisions.replay":
+                workspace = str(tasks.workspace) if tasks.workspace is not None else None
+                return await asyncio.to_thread(
+                    replay_decision, self._home, p.id, workspace, str(Path.home())
+                )
+            case "health.ping":
+                return {"ok": True, "uptimeMs": int((time.monotonic() - self._started) * 1000)}
+            case "config.update":
+                return await self._config_update(p)
+            case "models.list":
+                return await list_models(await self._sources(), discover=p.discover)
+            case "models.test":
+                sources = await self._sources()
+                tested = await _with_secrets(run_model_test(p.modelId, sources, self._secrets))
+                return tested.to_wire()
+            case "jev.test":
+                client = JevClient(self.config.jev, self._secrets)
+                return (await _with_secrets(client.test())).to_wire()
+            case "jev.preview":
+                root = tasks.workspace
+                if root is None:
+                    raise DesiideError(INVALID_PARAMS, "no folder is open: open one first")
+                models = available_models(catalog(await self._sources()))
+                state = await preview_state(str(p.pack), root, models=models)  # type: ignore[arg-type]
+                return {"pack": str(p.pack), "state": state}
+            case _:
+                raise DesiideError(NOT_IMPLEMENTED, f"{method} is not implemented")
+
+    async def _config_update(self, params: BaseModel) -> dict[str, Any]:
+        """``config.update``: a full snapshot of the editor's settings; refs only, kept 0600."""
+        try:
+            config = DesiideConfig.from_params(params.model_dump(mode="json", exclude_none=True))
+        except SettingsError as exc:
+            raise DesiideError(INVALID_PARAMS, str(exc)) from None
+        await asyncio.to_thread(save_config, self._home, config)
+        self.config = config
+        self._apply(config)
+        logger.info(
+            "settings updated: %d models, judge %s, strict %s",
+            len(config.models),
+            "on" if config.jev is not None else "off",
+            config.gating.strict,
+        )
+        return {"ok": True}
+
+    def _apply(self, config: DesiideConfig) -> None:
+        """What the settings change for tasks started from now on (strict mode, the judge)."""
+        self._tasks.strict = config.gating.strict
+        judged = config.jev is not None and config.jev.risk_gate
+        self._tasks.judge = self._judge_risk if judged else None
+
+    async def _judge_risk(self, tool: str, args: dict[str, Any]) -> tuple[bool, tuple[str, ...]]:
+        """The judge (``risk_gate@1``) on a call the rules allow: (raise it?, its labels).
+
+        The state is metadata only (the pack's rules): the tool, the command line, the paths
+        and whether they are sensitive, the branch. Raises :class:`JevError` (or
+        :class:`SecretNotSet`) when the judge cannot answer; the orchestrator then keeps the call
+        for the user.
+        """
+        root = self._tasks.workspace
+        paths = call_paths(tool, args)
+        command = args.get("command") if tool == "run_command" else None
+        files = args.get("files") if tool == "propose_edit" else None
+        state = build_risk_gate(
+            action_type=tool,
+            paths=paths,
+            branch=await current_branch(root) if root is not None else "unknown",
+            env=detect_env(os.environ),
+            has_pending_migrations=has_pending_migrations(paths),
+            command=command if isinstance(command, str) else None,
+            edit_file_count=len(files) if isinstance(files, list) else None,
+        )
+        judgement = await JevClient(self.config.jev, self._secrets).judge("risk_gate@1", state)
+        verdict = judgement.result if isinstance(judgement.result, NoulResult) else None
+        outcome, reasons = combine_with_reasons("auto", (), verdict)
+        return outcome == "confirm", reasons
+
+    async def _sources(self) -> ModelSources:
+        profiles = await asyncio.to_thread(read_profiles, self._home)
+        return ModelSources(self.config, profiles, CLAUDE_CODE_MODELS)
+
+
+CLAUDE_CODE_MODELS: Final = (
+    AgentModel("sonnet", "Claude Sonnet (Claude Code)"),
+    AgentModel("opus", "Claude Opus (Claude Code)"),
+    AgentModel("haiku", "Claude Haiku (Claude Code)"),
+)
+"""The model aliases Claude Code's ``--model`` accepts (it maps them to the current models)."""
+
+
+async def _with_secrets(call: Awaitable[T]) -> T:
+    """`call`, with a secret the editor has not set answered as ``SecretMissing``."""
+    try:
+        return await call
+    except SecretNotSet as exc:
+        raise DesiideError(
+            SECRET_MISSING,
+            f"{exc.ref} is not set in the editor: set it in the Desiide settings",
+        ) from None
+
+
+def read_profiles(home: Path) -> tuple[ProviderProfile, ...]:
+    """The bridge's provider profiles (read-only), as the models catalog lists them."""
+    if not (home / "bridge.db").exists():
+        return ()
+    try:
+        with open_readonly(home) as db:
+            if not db.has_table("provider_profiles"):
+                return ()
+            rows = db.fetchall("SELECT id, record FROM provider_profiles ORDER BY id")
+    except StoreError:
+        logger.warning("! the provider profiles could not be read", exc_info=True)
+        return ()
+    profiles: list[ProviderProfile] = []
+    for profile_id, text in rows:
+        try:
+            record = json.loads(text)
+        except ValueError:
+            continue
+        profile = profile_from_record(str(profile_id), record) if isinstance(record, dict) else None
+        if profile is not None:
+            profiles.append(profile)
+    return tuple(profiles)

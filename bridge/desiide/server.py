@@ -1,0 +1,219 @@
+"""``codedeck-bridge desiide``: the Desiide orchestrator process, stdio edge and method table.
+
+The editor extension forks this process and speaks JSON-RPC 2.0 to it over stdin/stdout in
+``Content-Length`` frames (``DESIIDE.md``). Here is the I/O edge around the sans-I/O
+:class:`~bridge.desiide.connection.DesiideConnection`:
+
+- **stdout carries only frames.** Every byte written to fd 1 is a whole frame, written by one
+  writer; logs go to stderr as JSON lines and to a rotating ``orchestrator.log`` in ``--log-dir``
+  (0600 in a 0700 directory), both through the bridge's secret redaction.
+- **Requests run concurrently**, each in its own task, so a slow ``models.test`` never holds up a
+  ``task.approve``; answers carry their request's id. A handler's ``DesiideError`` is answered
+  with its code; anything else is a bug: ``InternalError`` to the editor, the traceback to the
+  log only.
+- **Shutdown**: stdin's end, SIGTERM or SIGINT cancel every unfinished task (their sessions are
+  interrupted, the daemon keeps their history), let go of the daemon (stopping it when it ran in
+  this process), and exit 0.
+
+Secrets: ``secrets.get`` is our one request to the extension; its value lives in memory for the
+call that needed it (a model test, the judge), never in a log, a file or a message.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import logging.handlers
+import os
+import signal
+import sys
+import time
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import Any, Final
+
+from bridge.desiide.connection import Answer, Call, Closed, DesiideConnection, ReverseResult
+from bridge.desiide.daemon_link import DaemonLink
+from bridge.desiide.errors import SECRET_MISSING, DesiideError
+from bridge.desiide.handlers import Handlers
+from bridge.desiide.lifecycle_types import LifecycleError
+from bridge.desiide.orchestrator import Orchestrator, lifecycle_error
+from bridge.desiide.schema import SecretsGetParams, SecretsGetResult
+from bridge.logs import JsonFormatter, RedactionFilter, configure_logging
+from bridge.tasks import TaskSet
+
+__all__ = ["LOG_FILE", "run_orchestrator", "serve"]
+
+logger = logging.getLogger(__name__)
+
+LOG_FILE: Final = "orchestrator.log"
+LOG_FILE_BYTES: Final = 5 * 1024 * 1024
+LOG_FILE_BACKUPS: Final = 3
+READ_SIZE: Final = 65536
+SECRET_TIMEOUT: Final = 60.0
+
+
+class _Secrets:
+    """``secrets.get`` as an awaitable: our request out, the extension's answer back."""
+
+    def __init__(self, conn: DesiideConnection, write: Callable[[bytes], None]) -> None:
+        self._conn = conn
+        self._write = write
+        self._waiting: dict[int, asyncio.Future[ReverseResult]] = {}
+
+    async def get(self, ref: str) -> str | None:
+        """The value of ``secret:<name>`` in the editor's SecretStorage; None when unset.
+
+        Raises:
+            DesiideError: SecretMissing when the extension does not answer or refuses.
+        """
+        request_id, data = self._conn.request("secrets.get", SecretsGetParams(ref=ref))
+        waiter = asyncio.get_running_loop().create_future()
+        self._waiting[request_id] = waiter
+        self._write(data)
+        try:
+            answer = await asyncio.wait_for(waiter, SECRET_TIMEOUT)
+        except TimeoutError:
+            raise DesiideError(
+                SECRET_MISSING, f"the editor did not answer secrets.get for {ref}"
+            ) from None
+        finally:
+            self._waiting.pop(request_id, None)
+        if answer.error is not None or not isinstance(answer.result, SecretsGetResult):
+            raise DesiideError(SECRET_MISSING, f"the editor could not read {ref}")
+        value = answer.result.value
+        return value.get_secret_value() if value is not None else None
+
+    def answered(self, result: ReverseResult) -> None:
+        waiter = self._waiting.get(result.request_id)
+        if waiter is not None and not waiter.done():
+            waiter.set_result(result)
+
+
+async def serve(
+    home: Path,
+    reader: asyncio.StreamReader,
+    write: Callable[[bytes], None],
+    *,
+    open_link: Callable[[bool], Awaitable[DaemonLink]] | None = None,
+    stop: asyncio.Event | None = None,
+) -> None:
+    """Serve one editor until stdin ends or `stop` is set; then shut down cleanly."""
+    conn = DesiideConnection()
+    started = time.monotonic()
+
+    def notify(method: str, params: dict[str, Any]) -> None:
+        try:
+            write(conn.notify(method, params))
+        except (TypeError, ValueError):
+            logger.exception("! a %s notification could not be written", method)
+
+    async def default_link(start: bool) -> DaemonLink:
+        roots = conn.workspace_roots
+        return await DaemonLink.open(home, start=start, extra_roots=roots[:1])
+
+    orchestrator = Orchestrator(home=home, notify=notify, open_link=open_link or default_link)
+    secrets = _Secrets(conn, write)
+    handlers = Handlers(home, orchestrator, secrets, started)
+    calls = TaskSet("desiide requests")
+    stop = stop if stop is not None else asyncio.Event()
+
+    async def answer(call: Call) -> None:
+        if orchestrator.workspace is None and conn.workspace_roots:
+            orchestrator.workspace = Path(conn.workspace_roots[0])
+        orchestrator.start()
+        try:
+            result = await handlers.handle(call.method, call.params)
+            data = conn.result(call.request_id, result)
+        except DesiideError as exc:
+            data = conn.error_for(call.request_id, exc)
+        except LifecycleError as exc:
+            data = conn.error_for(call.request_id, lifecycle_error(exc))
+        except asyncio.CancelledError:
+            raise
+        except Exception:
+            logger.exception("! %s failed", call.method)
+            data = conn.internal_error(call.request_id)
+        write(data)
+
+    read_task = asyncio.ensure_future(reader.read(READ_SIZE))
+    stop_task = asyncio.ensure_future(stop.wait())
+    try:
+        while True:
+            done, _ = await asyncio.wait(
+                {read_task, stop_task}, return_when=asyncio.FIRST_COMPLETED
+            )
+            if stop_task in done:
+                logger.info("stopping on a signal")
+                break
+            data = read_task.result()
+            events = conn.feed(data) if data else conn.feed_eof()
+            closed = False
+            for event in events:
+                match event:
+                    case Answer():
+                        write(event.data)
+                    case Call():
+                        calls.spawn(answer(event), f"desiide {event.method}")
+                    case ReverseResult():
+                        secrets.answered(event)
+                    case Closed():
+                        logger.info("the editor's connection ended (%s)", event.reason)
+                        closed = True
+            if closed:
+                break
+            read_task = asyncio.ensure_future(reader.read(READ_SIZE))
+    finally:
+        for pending in (read_task, stop_task):
+            pending.cancel()
+        await calls.close(timeout=5)
+        await orchestrator.shutdown()
+        logger.info("orchestrator stopped after %.1f s", time.monotonic() - started)
+
+
+def _configure_logs(log_dir: Path | None, level: str) -> None:
+    configure_logging(level, "json")
+    if log_dir is None:
+        return
+    log_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
+    path = log_dir / LOG_FILE
+    handler = logging.handlers.RotatingFileHandler(
+        path, maxBytes=LOG_FILE_BYTES, backupCount=LOG_FILE_BACKUPS, encoding="utf-8"
+    )
+    with contextlib.suppress(OSError):
+        os.chmod(path, 0o600)
+    handler.setFormatter(JsonFormatter())
+    handler.addFilter(RedactionFilter())
+    logging.getLogger().addHandler(handler)
+
+
+async def _stdio(home: Path) -> None:
+    loop = asyncio.get_running_loop()
+    reader = asyncio.StreamReader(limit=1 << 22)
+    await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader), sys.stdin)
+    out = os.fdopen(os.dup(sys.stdout.fileno()), "wb", buffering=0)
+    # Nothing else may write to fd 1 from now on: a stray print would corrupt a frame.
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, sys.stdout.fileno())
+    os.close(devnull)
+
+    def write(data: bytes) -> None:
+        out.write(data)
+
+    stop = asyncio.Event()
+    for signum in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(signum, stop.set)
+    try:
+        await serve(home, reader, write, stop=stop)
+    finally:
+        out.close()
+
+
+def run_orchestrator(home: Path, log_dir: Path | None, level: str = "INFO") -> int:
+    """The ``desiide`` command: serve the editor on stdio until it closes; the exit code."""
+    _configure_logs(log_dir, level)
+    logger.info("Desiide orchestrator for %s", home)
+    with contextlib.suppress(KeyboardInterrupt):
+        asyncio.run(_stdio(home))
+    return 0
