@@ -149,6 +149,7 @@ def replay_decision(
         "record": record_json(record),
         "rules": {"outcome": outcome, "reasons": reasons},
         "differs": recorded is not None and recorded != outcome,
+        "call": {"tool": tool, "input": call["input"]},  # for the judge; not sent as it is
     }
 
 

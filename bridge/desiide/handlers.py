@@ -35,6 +35,7 @@ from bridge.desiide.decision_log import list_decisions, replay_decision
 from bridge.desiide.errors import INVALID_PARAMS, NOT_IMPLEMENTED, SECRET_MISSING, DesiideError
 from bridge.desiide.jev import (
     JevClient,
+    JevError,
     NoulResult,
     available_models,
     build_risk_gate,
@@ -46,7 +47,14 @@ from bridge.desiide.jev import (
 )
 from bridge.desiide.lifecycle_entries import call_paths
 from bridge.desiide.lifecycle_types import FileReport
-from bridge.desiide.models import AgentModel, ModelSources, catalog, list_models, run_model_test
+from bridge.desiide.models import (
+    AGENT_PREFIX,
+    AgentModel,
+    ModelSources,
+    catalog,
+    list_models,
+    run_model_test,
+)
 from bridge.desiide.orchestrator import Orchestrator
 from bridge.desiide.settings import (
     DesiideConfig,
@@ -56,11 +64,12 @@ from bridge.desiide.settings import (
     load_config,
     save_config,
 )
+from bridge.engine.gate.editor_calls import editor_tool
 from bridge.engine.providers import ProviderProfile, profile_from_record
 from store.errors import StoreError
 from store.readonly import open_readonly
 
-__all__ = ["CLAUDE_CODE_MODELS", "Handlers", "read_profiles"]
+__all__ = ["CLAUDE_CODE_MODELS", "PREFERENCE_MODELS", "Handlers", "read_profiles", "task_model"]
 
 logger = logging.getLogger(__name__)
 
@@ -94,7 +103,8 @@ class Handlers:
         tasks = self._tasks
         match method:
             case "task.create":
-                return await tasks.create(p)
+                model, unavailable = task_model(self.config, str(p.kind), p.preference)
+                return await tasks.create(p, model=model, unavailable=unavailable)
             case "task.cancel":
                 return await tasks.cancel(p.taskId)
             case "task.list":
@@ -118,9 +128,10 @@ class Handlers:
                 )
             case "decisions.replay":
                 workspace = str(tasks.workspace) if tasks.workspace is not None else None
-                return await asyncio.to_thread(
+                replayed = await asyncio.to_thread(
                     replay_decision, self._home, p.id, workspace, str(Path.home())
                 )
+                return await self._replay_judge(replayed)
             case "health.ping":
                 return {"ok": True, "uptimeMs": int((time.monotonic() - self._started) * 1000)}
             case "config.update":
@@ -193,9 +204,59 @@ class Handlers:
         outcome, reasons = combine_with_reasons("auto", (), verdict)
         return outcome == "confirm", reasons
 
+    async def _replay_judge(self, replayed: dict[str, Any]) -> dict[str, Any]:
+        """``decisions.replay``'s judge part: the judge's verdict today on the recorded call of
+        an editor tool (``jev``), or why there is none (``jevError``)."""
+        call = replayed.pop("call", None)
+        if self.config.jev is None:
+            return {**replayed, "jevError": "no judge is configured (desiide.jev)"}
+        tool = editor_tool(str(call.get("tool", ""))) if isinstance(call, dict) else None
+        args = call.get("input") if isinstance(call, dict) else None
+        if tool is None or not isinstance(args, dict):
+            return {**replayed, "jevError": "the judge only judges the editor's tools"}
+        started = time.monotonic()
+        try:
+            raised, reasons = await _with_secrets(self._judge_risk(tool, args))
+        except JevError as exc:
+            return {**replayed, "jevError": f"{exc.kind}: {exc.message}"}
+        run = {
+            "outcome": "confirm" if raised else "auto",
+            "reasons": list(reasons),
+            "latencyMs": int((time.monotonic() - started) * 1000),
+        }
+        return {**replayed, "jev": run}
+
     async def _sources(self) -> ModelSources:
         profiles = await asyncio.to_thread(read_profiles, self._home)
         return ModelSources(self.config, profiles, CLAUDE_CODE_MODELS)
+
+
+PREFERENCE_MODELS: Final = {"cheap": "haiku", "best": "opus"}
+"""Claude Code's model for a task's ``preference`` when no role names one (``balanced`` and none:
+Claude Code's own default)."""
+
+
+def task_model(
+    config: DesiideConfig, kind: str, preference: object
+) -> tuple[str | None, str | None]:
+    """The model a task runs with: (the ``--model`` value or None, why none serves it or None).
+
+    The role of the task's kind (``roles.ask`` / ``roles.edit`` / ``roles.fix``), else
+    ``roles.default``, names a model of ``models.list``. Claude Code runs every task, so the
+    model must be one of its own (``claude:<alias>``); a role naming another model (an Ollama
+    or OpenAI-compatible one) cannot serve a task: ``model_unavailable``, with the settings hint.
+    Without a role, the ``preference`` picks (:data:`PREFERENCE_MODELS`).
+    """
+    chosen = config.role(kind) or config.role("default")
+    if chosen is None:
+        wanted = str(preference.value) if hasattr(preference, "value") else preference
+        return PREFERENCE_MODELS.get(str(wanted)) if wanted is not None else None, None
+    if chosen.startswith(AGENT_PREFIX):
+        return chosen.removeprefix(AGENT_PREFIX), None
+    return None, (
+        f"The role for {kind} tasks names the model {chosen!r}, which Claude Code cannot run: "
+        "set desiide.roles to a claude:* model (see models.list) or clear the role."
+    )
 
 
 CLAUDE_CODE_MODELS: Final = (

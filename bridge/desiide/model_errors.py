@@ -33,13 +33,15 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 from enum import StrEnum
-from typing import Any, Final
+from typing import Any, Final, Protocol
 
 __all__ = [
     "HINTS",
     "MAX_MESSAGE_CHARS",
     "ModelError",
     "ModelErrorKind",
+    "ProbeResult",
+    "WireError",
     "classify_provider_error",
     "classify_status",
     "is_retryable",
@@ -231,3 +233,26 @@ def provider_error_message(body: Any) -> str | None:
     if len(text) > MAX_MESSAGE_CHARS:
         text = text[: MAX_MESSAGE_CHARS - 1] + "…"
     return text
+
+
+class WireError(Protocol):
+    """An error a test result carries (:class:`ModelError`, the judge's ``JevError``)."""
+
+    def to_wire(self) -> dict[str, Any]: ...
+
+
+@dataclass(frozen=True, slots=True)
+class ProbeResult:
+    """The result of ``models.test`` and ``jev.test``: ``{ok, latencyMs?, error?}``."""
+
+    ok: bool
+    latency_ms: int | None = None
+    error: WireError | None = None
+
+    def to_wire(self) -> dict[str, Any]:
+        wire: dict[str, Any] = {"ok": self.ok}
+        if self.latency_ms is not None:
+            wire["latencyMs"] = self.latency_ms
+        if self.error is not None:
+            wire["error"] = self.error.to_wire()
+        return wire

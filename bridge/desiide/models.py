@@ -36,7 +36,7 @@ from typing import Any, Final, Literal
 
 from bridge.engine.providers import ProviderProfile
 
-from .model_errors import ModelError, ModelErrorKind
+from .model_errors import ModelError, ModelErrorKind, ProbeResult
 from .model_http import Endpoint, ModelCallFailed, auth_headers, minimal_request, request_json
 from .settings import (
     CostTier,
@@ -157,21 +157,8 @@ class ModelSources:
     agent_models: tuple[AgentModel, ...] = ()
 
 
-@dataclass(frozen=True, slots=True)
-class ModelTestResult:
-    """``models.test``'s result: ``{ok, latencyMs?, error?}``."""
-
-    ok: bool
-    latency_ms: int | None = None
-    error: ModelError | None = None
-
-    def to_wire(self) -> dict[str, Any]:
-        wire: dict[str, Any] = {"ok": self.ok}
-        if self.latency_ms is not None:
-            wire["latencyMs"] = self.latency_ms
-        if self.error is not None:
-            wire["error"] = self.error.to_wire()
-        return wire
+ModelTestResult = ProbeResult
+"""``models.test``'s result: ``{ok, latencyMs?, error?}`` (the error a :class:`ModelError`)."""
 
 
 AgentTester = Callable[[str], Awaitable[ModelTestResult]]

@@ -107,6 +107,8 @@ class Orchestrator:
         self._link_lock = asyncio.Lock()
         self._turn = asyncio.Lock()
         self._cursors: dict[str, dict[str, Any]] = {}
+        self._models: dict[str, str] = {}
+        """The model each task asked for (by its role or preference), for its session's start."""
         self._watching = asyncio.Event()
         self._deadline_changed = asyncio.Event()
         self._background = TaskSet("desiide orchestrator")
@@ -143,8 +145,16 @@ class Orchestrator:
 
     # --- requests ------------------------------------------------------------------------------
 
-    async def create(self, params: Any) -> dict[str, Any]:
-        """``task.create``: queue the task (it starts when a slot is free)."""
+    async def create(
+        self, params: Any, *, model: str | None = None, unavailable: str | None = None
+    ) -> dict[str, Any]:
+        """``task.create``: queue the task (it starts when a slot is free).
+
+        Args:
+            params: the validated ``TaskInput``.
+            model: the model Claude Code runs the task with (None: its default).
+            unavailable: why no usable model serves the task (it fails ``model_unavailable``).
+        """
         task_id = f"task-{uuid.uuid4().hex}"
         now = self._clock()
         success = Success.from_json(
@@ -177,6 +187,10 @@ class Orchestrator:
                 check_commands=commands,
             )
             failure = self._precondition(tools)
+            if failure is None and unavailable is not None:
+                failure = ("model_unavailable", unavailable)
+            if model is not None:
+                self._models[task_id] = model
             if failure is not None:
                 # The task exists (the editor sees it fail), but its session never starts.
                 actions = [
@@ -268,6 +282,8 @@ class Orchestrator:
             "strict": self.strict,
             "judge": self.judge is not None,
         }
+        if (model := self._models.get(action.task_id)) is not None:
+            params["model"] = model
         if await self._daemon_call(action.task_id, "tasks.start", params) is not None:
             self._cursors[action.task_id] = {"after_seq": 0, "cards": [], "state": None}
             self._watching.set()

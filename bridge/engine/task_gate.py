@@ -59,45 +59,17 @@ def task_request(
 ) -> BrokerResult:
     """The verdict on one call of a task's agent (see the module docstring for the order)."""
     tool = editor_tool(tool_name)
-    if tool is None:
-        return cards.request(
-            request_id,
-            tool_name,
-            tool_input,
-            mode=mode,
-            cwd=cwd,
-            roots=roots,
-            home=home,
-            description=description,
-            agent_id=None,
-            now=now,
-        )
-    if tool not in policy.allowed_tools:
-        allowed = ", ".join(policy.allowed_tools) or "none"
-        text = f"Blocked: tool_not_allowed — this task does not allow {tool} (allowed: {allowed})."
-        return cards.block(request_id, tool_name, tool_input, (NOT_ALLOWED_LABEL,), text, now)
-    cards.tool_calls += 1
-    if cards.tool_calls > policy.max_tool_calls:
-        text = (
-            f"Blocked: budget:maxToolCalls — the task's budget of {policy.max_tool_calls} tool "
-            "calls is spent."
-        )
-        return cards.block(request_id, tool_name, tool_input, (BUDGET_LABEL,), text, now)
-    judged = judged_calls(tool, tool_input)
-    if tool == PROPOSE_EDIT:
-        context = GateContext(mode=mode, cwd=cwd, roots=tuple(roots), home=home)
-        try:
-            decisions = [evaluate(name, fields, context) for name, fields in judged]
-        except Exception:
-            # The gate could not judge a path: the editor still reviews every file.
-            reasons: tuple[str, ...] = (GATE_ERROR_LABEL,)
-        else:
-            reasons = order_labels({r for d in decisions for r in d.reasons})
-            blocked = [d for d in decisions if d.outcome is Outcome.BLOCK]
-            if blocked:
-                text = f"Blocked: {describe_decision(blocked[0])}"
-                return cards.block(request_id, tool_name, tool_input, reasons, text, now)
-        return cards.review(request_id, tool_name, tool_input, reasons, now)
+    judged: list[tuple[str, dict[str, object]]] | None = None
+    if tool is not None:
+        refused = _refusal(cards, policy, request_id, tool_name, tool, tool_input, now)
+        if refused is not None:
+            return refused
+        judged = judged_calls(tool, tool_input)
+        if tool == PROPOSE_EDIT:
+            return _review(
+                cards, request_id, tool_name, tool_input, judged, mode, cwd, roots, home, now
+            )
+    # Not an editor tool (one the CLI asks about itself): the session's ordinary gate.
     return cards.request(
         request_id,
         tool_name,
@@ -110,6 +82,58 @@ def task_request(
         agent_id=None,
         now=now,
         judge_as=judged,
-        strict=policy.strict,
-        judge=policy.judge,
+        strict=policy.strict and judged is not None,
+        judge=policy.judge and judged is not None,
     )
+
+
+def _refusal(
+    cards: SessionCards,
+    policy: TaskPolicy,
+    request_id: str,
+    tool_name: str,
+    tool: str,
+    tool_input: Mapping[str, Any],
+    now: float,
+) -> BrokerResult | None:
+    """The task policy's block of an editor call (not allowed, over budget), or None."""
+    if tool not in policy.allowed_tools:
+        allowed = ", ".join(policy.allowed_tools) or "none"
+        text = f"Blocked: tool_not_allowed — this task does not allow {tool} (allowed: {allowed})."
+        return cards.block(request_id, tool_name, tool_input, (NOT_ALLOWED_LABEL,), text, now)
+    cards.tool_calls += 1
+    if cards.tool_calls > policy.max_tool_calls:
+        text = (
+            f"Blocked: budget:maxToolCalls — the task's budget of {policy.max_tool_calls} tool "
+            "calls is spent."
+        )
+        return cards.block(request_id, tool_name, tool_input, (BUDGET_LABEL,), text, now)
+    return None
+
+
+def _review(
+    cards: SessionCards,
+    request_id: str,
+    tool_name: str,
+    tool_input: Mapping[str, Any],
+    judged: list[tuple[str, dict[str, object]]],
+    mode: str,
+    cwd: str,
+    roots: Sequence[str],
+    home: str,
+    now: float,
+) -> BrokerResult:
+    """An edit proposal: blocked when a file hits a deny rule, else the editor's review."""
+    context = GateContext(mode=mode, cwd=cwd, roots=tuple(roots), home=home)
+    try:
+        decisions = [evaluate(name, fields, context) for name, fields in judged]
+    except Exception:
+        # The gate could not judge a path: the editor still reviews every file.
+        reasons: tuple[str, ...] = (GATE_ERROR_LABEL,)
+    else:
+        reasons = order_labels({r for d in decisions for r in d.reasons})
+        blocked = [d for d in decisions if d.outcome is Outcome.BLOCK]
+        if blocked:
+            text = f"Blocked: {describe_decision(blocked[0])}"
+            return cards.block(request_id, tool_name, tool_input, reasons, text, now)
+    return cards.review(request_id, tool_name, tool_input, reasons, now)

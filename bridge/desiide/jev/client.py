@@ -30,7 +30,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Final
 
-from ..model_errors import ModelError
+from ..model_errors import ModelError, ProbeResult
 from ..model_http import Endpoint, ModelCallFailed, api_url, auth_headers, request_json
 from ..settings import JevSettings, SecretResolver, SecretValue, resolve_secret
 from .packs import PACK_FORMATS, PackName, build_risk_gate
@@ -124,21 +124,8 @@ class Judgement:
     latency_ms: int
 
 
-@dataclass(frozen=True, slots=True)
-class JevTestResult:
-    """``jev.test``'s result: ``{ok, latencyMs?, error?}``."""
-
-    ok: bool
-    latency_ms: int | None = None
-    error: JevError | None = None
-
-    def to_wire(self) -> dict[str, Any]:
-        wire: dict[str, Any] = {"ok": self.ok}
-        if self.latency_ms is not None:
-            wire["latencyMs"] = self.latency_ms
-        if self.error is not None:
-            wire["error"] = self.error.to_wire()
-        return wire
+JevTestResult = ProbeResult
+"""``jev.test``'s result: ``{ok, latencyMs?, error?}`` (the error a :class:`JevError`)."""
 
 
 def _format_text(pack: PackName, options: Sequence[str]) -> str:

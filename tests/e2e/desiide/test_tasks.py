@@ -296,5 +296,11 @@ async def test_the_judge_only_raises_a_call_the_rules_allow(
         asked = [r for r in judge.requests if r.path == "/v1/messages"]
         assert len(asked) == 1
         assert "notes.txt" in json.dumps(asked[0].body) and "hello" not in json.dumps(asked[0].body)
+        page = await editor.request("decisions.list", {"taskId": task, "outcome": "confirm"})
+        (held,) = page["decisions"]
+        assert held["reasons"] == ["jev:pending"]
+        replay = await editor.request("decisions.replay", {"id": held["id"]})
+        expected = "confirm" if answer == "yes" else "auto"
+        assert replay["jev"]["outcome"] == expected and "jevError" not in replay
     finished = editor.task_events(task, "tool_call_finished")[-1]["result"]
     assert finished["ok"] is True and "hello" in finished["output"]
