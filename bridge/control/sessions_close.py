@@ -38,6 +38,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final
 
+from bridge.agents.workspace_tools.leftovers import reap_host
 from bridge.control.client import ControlClient, ControlError, DaemonNotRunning, RemoteError
 from bridge.control.hosts import live_host_pids
 from bridge.control.render import safe_text
@@ -250,6 +251,7 @@ async def _stop_and_remove(paths: HostPaths) -> bool:
     from bridge.runtime.host_launcher import stop_host
 
     stopped = await stop_host(paths)
+    reap_host(paths.root)  # commands a dead host left running
     shutil.rmtree(paths.root, ignore_errors=True)
     return stopped
 

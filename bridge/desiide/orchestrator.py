@@ -115,10 +115,10 @@ class Orchestrator:
         self._started = False
         self.workspace: Path | None = None
         self.strict = False
+        """``gating.strict``: every auto-allowed call becomes a card (set by ``config.update``)."""
         self.judge: Judge_ | None = None
         """The editor's judge on a call the rules allow: (raise it to the user?, its labels).
         Set by ``config.update`` when ``jev.riskGate`` is on."""
-        """``gating.strict``: every auto-allowed call becomes a card (set by ``config.update``)."""
 
     # --- lifetime ------------------------------------------------------------------------------
 

@@ -52,6 +52,7 @@ from bridge.protocol import OutputEntry, SessionPendingMessage
 
 __all__ = ["TASK_MODE", "EditorTasks"]
 
+IDLE_STATE = "idle"
 TASK_MODE = "acceptEdits"
 """A task's permission mode: reads and reviewed edits go on; every command is a card."""
 
@@ -158,7 +159,11 @@ class EditorTasks:
         state = self._sessions.get(event.session_id)
         if state is None:
             return [Dropped("stop for a task with no session")]
+        pending = bool(state.cards.pending())
         effects = self._cards.deny_all(state, "The task was cancelled.", now, "cancelled")
-        if state.liveness is Liveness.ALIVE:
+        # A task that finished leaves its agent idle: nothing to interrupt (an interrupt of an
+        # idle agent would only show phones an "Interrupted" line for nothing).
+        busy = pending or state.record.state != IDLE_STATE
+        if state.liveness is Liveness.ALIVE and busy:
             effects.append(InterruptRunner(event.session_id))
         return effects

@@ -53,6 +53,7 @@ from bridge.engine.effects import SessionRecord
 from bridge.engine.gate import HookDecision, SessionFacts, pre_tool_verdict
 from bridge.engine.inputs import AgentsChecked, Input, ToolBlocked
 from bridge.host.launch import DEFAULT_ORPHAN_TIMEOUT
+from bridge.host.layout import host_paths
 from bridge.protocol import ModelEntry
 from bridge.runtime.agent_probe import AgentProbe, list_agent_models, probe_agents
 from bridge.runtime.host_launcher import HostLauncher
@@ -280,7 +281,11 @@ class AgentEnvironment:
             elif record is not None and record.task is not None:
                 # A Desiide task: the editor's tools, served in the host, rooted at the task's
                 # workspace (DESIIDE.md, "Tools").
-                editor_tools = {"root": record.cwd, "allowed": list(record.task.allowed_tools)}
+                editor_tools = {
+                    "root": record.cwd,
+                    "allowed": list(record.task.allowed_tools),
+                    "state_dir": str(host_paths(self._settings.home, session_id).root),
+                }
                 driver_options = {**options, "editor_tools": editor_tools}
             return HostRunner(
                 session_id,

@@ -57,6 +57,7 @@ import uuid
 from pathlib import Path
 
 from bridge.agents.base import RunnerFactory
+from bridge.agents.workspace_tools.leftovers import reap_host
 from bridge.config import Settings
 from bridge.control.server import CONTROL_SOCKET_NAME, ControlServer, ControlSocketError
 from bridge.engine.agents import ConfiguredAgent
@@ -382,6 +383,7 @@ class Daemon:
         for paths in self.launcher.orphans(known):
             logger.info("stopping the session host in %s: its session is gone", paths.root.name)
             await stop_host(paths)
+            reap_host(paths.root)  # commands a dead host left running
             shutil.rmtree(paths.root, ignore_errors=True)
 
     async def _start_embedded(self) -> EmbeddedRelay:

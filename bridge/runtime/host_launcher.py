@@ -30,6 +30,7 @@ from typing import Final
 
 import orjson
 
+from bridge.agents.workspace_tools.leftovers import reap_host
 from bridge.host.launch import LaunchSpec, encode_launch
 from bridge.host.layout import (
     HOST_MODULE,
@@ -159,6 +160,7 @@ class HostLauncher:
         paths = self.paths(session_id)
         found = await stop_host(paths)
         if remove:
+            reap_host(paths.root)  # commands a dead host left running
             shutil.rmtree(paths.root, ignore_errors=True)
         return found
 

@@ -245,3 +245,10 @@ def test_a_policy_survives_the_record_round_trip() -> None:
     stored = {"allowed_tools": ["read_file"], "max_tool_calls": 7, "strict": True, "judge": True}
     assert TaskPolicy.from_json(stored) == policy
     assert TaskPolicy.from_json({"allowed_tools": "x", "max_tool_calls": 1}) is None
+
+
+def test_stopping_a_finished_task_leaves_its_idle_agent_alone() -> None:
+    engine = make_engine()
+    started(engine)
+    stop = engine.handle(TaskStopRequested(TASK), NOW + 3)
+    assert not any(isinstance(e, InterruptRunner) for e in stop)

@@ -43,11 +43,12 @@ from __future__ import annotations
 import logging
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
+from pathlib import Path
 from typing import Any, Final
 
 import orjson
 
-from bridge.agents.workspace_tools import WorkspaceTools
+from bridge.agents.workspace_tools import WorkspaceTools, leftovers
 
 from .cli_process import CliOptions, sdk_version
 from .cli_protocol import ControlError, Handler
@@ -111,7 +112,13 @@ def editor_tools(options: Mapping[str, Any], env: Mapping[str, str]) -> EditorTo
         not isinstance(allowed, list) or not all(isinstance(name, str) for name in allowed)
     ):
         raise ValueError("the editor_tools option's allowed must be a list of tool names")
-    tools = WorkspaceTools(root, scrub_vendor_env(env), allowed)
+    state_dir = raw.get("state_dir")
+    commands: Path | None = None
+    if isinstance(state_dir, str) and state_dir:
+        commands = Path(state_dir) / leftovers.COMMANDS_DIR
+        # A host killed before this one may have left commands running: end them first.
+        leftovers.reap(commands)
+    tools = WorkspaceTools(root, scrub_vendor_env(env), allowed, commands)
     return EditorTools(McpServer(SERVER_NAME, sdk_version(), tools, INSTRUCTIONS))
 
 

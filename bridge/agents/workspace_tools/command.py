@@ -30,10 +30,12 @@ import os
 import signal
 import subprocess
 from collections.abc import Mapping
+from pathlib import Path
 from typing import Final
 
 from bridge.agents.child_process import die_with_parent
 
+from . import leftovers
 from .catalog import MAX_TIMEOUT_MS
 from .paths import Workspace
 from .results import INVALID_ARGUMENTS, ToolError, ToolResult, check_keys, int_arg, text_arg
@@ -104,7 +106,10 @@ class _Command(asyncio.SubprocessProtocol):
 
 
 async def run_command(
-    workspace: Workspace, env: Mapping[str, str], arguments: Mapping[str, object]
+    workspace: Workspace,
+    env: Mapping[str, str],
+    arguments: Mapping[str, object],
+    commands_dir: Path | None = None,
 ) -> ToolResult:
     """The ``run_command`` tool (see the module docstring). Cancel-safe: the group is killed.
 
@@ -135,6 +140,7 @@ async def run_command(
         reason = exc.strerror or type(exc).__name__
         raise ToolError("command_failed", f"the shell could not be started: {reason}") from None
     group = transport.get_pid()  # a session leader: its pid is its group's id
+    noted = leftovers.record(commands_dir, group)  # reaped if the host dies meanwhile
     timed_out = False
     try:
         try:
@@ -152,6 +158,7 @@ async def run_command(
             async with asyncio.timeout(KILL_GRACE):
                 await shell.exited.wait()
         transport.close()
+        leftovers.forget(noted)
     return _result(transport.get_returncode(), shell.tail, timed_out, timeout_ms)
 
 

@@ -54,6 +54,8 @@ class WorkspaceTools:
         root: the workspace root (absolute, an existing directory).
         env: the environment of ``run_command`` and ripgrep (its ``PATH`` finds ``rg``).
         allowed: the tools this task may use (None: all five).
+        commands_dir: where running commands are recorded, so that a killed host's leftovers
+            can be reaped (:mod:`.leftovers`); None: not recorded.
 
     Raises:
         ValueError: a bad root, or an unknown tool name in `allowed`.
@@ -64,8 +66,10 @@ class WorkspaceTools:
         root: str | Path,
         env: Mapping[str, str],
         allowed: Collection[str] | None = None,
+        commands_dir: Path | None = None,
     ) -> None:
         self.workspace = Workspace(root)
+        self._commands = commands_dir
         self._env = dict(env)
         names = set(TOOL_NAMES) if allowed is None else set(allowed)
         unknown = sorted(names - set(TOOL_NAMES))
@@ -118,4 +122,4 @@ class WorkspaceTools:
         return await asyncio.to_thread(propose_edit, self.workspace, arguments)
 
     async def _run_command(self, arguments: Mapping[str, object]) -> ToolResult:
-        return await run_command(self.workspace, self._env, arguments)
+        return await run_command(self.workspace, self._env, arguments, self._commands)

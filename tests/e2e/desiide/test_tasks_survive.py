@@ -9,7 +9,10 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
+import os
+import time
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -100,3 +103,53 @@ async def test_the_orchestrator_killed_leaves_the_task_to_the_phone(
     finally:
         await phone.close()
     assert marker.read_text() == "ran\n"
+
+
+async def test_a_command_left_running_by_a_killed_host_is_reaped(
+    editor: DesiideClient, claude_daemon: DaemonProcess
+) -> None:
+    """The host's death takes its shell (PDEATHSIG) but not what the shell started; the
+    session's next host ends that before it serves the task again."""
+    created = await editor.request(
+        "task.create",
+        {
+            "kind": "edit",
+            "instruction": run_command("sleep 300 & echo $! > bg.pid; wait"),
+            "allowedTools": ["run_command"],
+        },
+    )
+    task = str(created["task"]["id"])
+    approval = await editor.wait_event(
+        lambda e: e["taskId"] == task and e["type"] == "approval_required"
+    )
+    await editor.request(
+        "task.approve", {"taskId": task, "approvalId": approval["approvalId"], "scope": "once"}
+    )
+    pid_file = claude_daemon.workspace / "bg.pid"
+    deadline = time.monotonic() + 30
+    while not (pid_file.exists() and pid_file.read_text().strip()):
+        assert time.monotonic() < deadline, "the command did not start"
+        await asyncio.sleep(0.05)
+    sleeper = int(pid_file.read_text())
+    assert alive(sleeper)
+    claude_daemon.kill_hosts()
+    deadline = time.monotonic() + 60
+    while alive(sleeper):
+        assert time.monotonic() < deadline, "the command outlived its host and the restart"
+        await asyncio.sleep(0.1)
+
+
+def alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    return Path(f"/proc/{pid}/stat").exists() and "zombie" not in _state(pid)
+
+
+def _state(pid: int) -> str:
+    try:
+        text = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return "zombie"
+    return "zombie" if text[text.rfind(")") + 2] == "Z" else "running"
