@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
+import shlex
 import signal
 import time
 from collections.abc import Sequence
@@ -19,7 +20,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Final
 
-__all__ = ["CHECK_TIMEOUT", "OUTPUT_TAIL", "CheckOutcome", "run_checks"]
+from bridge.engine.gate import GateContext, Outcome, describe_decision, evaluate
+
+__all__ = ["CHECK_TIMEOUT", "OUTPUT_TAIL", "CheckOutcome", "blocked_check", "run_checks"]
 
 CHECK_TIMEOUT: Final = 600.0
 """The longest one check may run, in seconds."""
@@ -34,6 +37,21 @@ class CheckOutcome:
     ok: bool
     output: str
     seconds: float
+
+
+def blocked_check(root: Path, commands: Sequence[Sequence[str]]) -> str | None:
+    """Why the gate's deny list blocks one of `commands` (run in `root`), or None.
+
+    A check is a command line like any other: ``make test`` is fine, a Makefile target the
+    project named ``rm -rf ~`` is not. Floors do not stop a check (the task asked for it); only
+    a deny rule does.
+    """
+    context = GateContext("default", str(root), (str(root),), str(Path.home()))
+    for argv in commands:
+        decision = evaluate("Bash", {"command": shlex.join(argv)}, context)
+        if decision.outcome is Outcome.BLOCK:
+            return f"{shlex.join(argv)}: {describe_decision(decision)}"
+    return None
 
 
 async def run_checks(

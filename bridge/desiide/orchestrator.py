@@ -36,7 +36,7 @@ from pathlib import Path
 from typing import Any, Final, assert_never
 
 from bridge.desiide.budgets import Budget
-from bridge.desiide.check_runner import run_checks
+from bridge.desiide.check_runner import blocked_check, run_checks
 from bridge.desiide.checks import check_commands, find_checks
 from bridge.desiide.daemon_link import DaemonLink, DaemonLinkError
 from bridge.desiide.errors import INTERNAL_ERROR, DesiideError
@@ -381,7 +381,19 @@ class Orchestrator:
             await self._perform(verdict)
 
     async def _checks(self, action: RunChecks) -> None:
+        """Run the success checks; a check the gate's deny list blocks is never run
+        (``verification_blocked``). The others run without a card: the task asked for them, and
+        they are the project's own commands."""
         assert self.workspace is not None
+        blocked = blocked_check(self.workspace, action.commands)
+        if blocked is not None:
+            logger.warning("! a check of %s is blocked: %s", action.task_id, blocked)
+            async with self._turn:
+                actions = self.book.on_checks(
+                    action.task_id, False, blocked, self._clock(), refused="blocked"
+                )
+                await self._perform(actions)
+            return
         outcome = await run_checks(self.workspace, action.commands)
         logger.info("checks of %s: %s in %.1f s", action.task_id, outcome.ok, outcome.seconds)
         async with self._turn:
