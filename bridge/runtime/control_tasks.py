@@ -2,10 +2,12 @@
 
 The contract is :mod:`bridge.control.task_methods`. Changes go to the engine as inputs
 (``TaskStartRequested``, ``TaskCardAnswered``, …), so the control socket never writes engine
-state behind the engine loop's back. ``tasks.watch`` reads what is durable — transcript lines
-from the store, cards and state from the engine's memory, whose commits the engine loop has made
-before it raises :class:`~bridge.runtime.progress.Progress` — and waits on that signal, so an
-editor hears of a card in the same step of the loop that committed it.
+state behind the engine loop's back. ``tasks.watch`` reads transcript lines from the store
+(durable, by seq) and cards and state from the engine's memory, and waits for the engine loop's
+:class:`~bridge.runtime.progress.Progress` signal, raised after each input's effects are
+performed: an editor hears of a card in the step of the loop that committed it. (A card read
+from memory can precede its commit by that step; were the commit to fail, the daemon stops, and
+the session host asks again with the same card id when it is back.)
 """
 
 from __future__ import annotations

@@ -10,12 +10,12 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
 
 from bridge.protocol import PermissionResCommand
+from tests.e2e.desiide.conftest import call
 from tests.integration.conftest import pair_phone
 from tests.support.daemon import DaemonProcess
 from tests.support.desiide_client import DesiideClient, RpcFailure
@@ -25,21 +25,6 @@ from tests.support.relay import LoopbackRelay
 pytestmark = pytest.mark.e2e
 
 ALL_TOOLS = ["read_file", "list_files", "search", "propose_edit", "run_command"]
-
-
-def call(tool: str, args: dict[str, Any]) -> str:
-    return f"[[tool: mcp__desiide__{tool} | {json.dumps(args)}]]"
-
-
-@pytest.fixture
-async def editor(claude_daemon: DaemonProcess) -> AsyncIterator[DesiideClient]:
-    client = DesiideClient(claude_daemon.home)
-    await client.start()
-    await client.initialize([str(claude_daemon.workspace)])
-    try:
-        yield client
-    finally:
-        await client.kill()
 
 
 async def create(editor: DesiideClient, instruction: str, **extra: Any) -> str:

@@ -13,13 +13,13 @@ import asyncio
 import json
 import os
 import time
-from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from bridge.protocol import PermissionResCommand
+from tests.e2e.desiide.conftest import call
 from tests.integration.conftest import pair_phone
 from tests.support.daemon import DaemonProcess
 from tests.support.desiide_client import DesiideClient
@@ -29,18 +29,7 @@ pytestmark = pytest.mark.e2e
 
 
 def run_command(command: str) -> str:
-    return f"[[tool: mcp__desiide__run_command | {json.dumps({'command': command})}]]"
-
-
-@pytest.fixture
-async def editor(claude_daemon: DaemonProcess) -> AsyncIterator[DesiideClient]:
-    client = DesiideClient(claude_daemon.home)
-    await client.start()
-    await client.initialize([str(claude_daemon.workspace)])
-    try:
-        yield client
-    finally:
-        await client.kill()
+    return call("run_command", {"command": command})
 
 
 async def waiting_task(editor: DesiideClient, marker: Path) -> tuple[str, dict[str, Any]]:
