@@ -75,8 +75,8 @@ end ``cancelled`` at once. The session stays usable afterwards.
 the ``configOptions``): per user message one ``user_message_chunk`` PER TEXT BLOCK, all with the
 user message's ``messageId``; agent text as ``agent_message_chunk`` (with messageId); each tool
 call as ``tool_call`` (status pending, title = command, rawInput) + ``tool_call_update``
-completed; no permission is asked again. Gemini CLI 0.61 fails it: JSON-RPC -32603 "Internal
-error", data.details "No previous sessions found for this project.", also within the same
+completed; no permission is asked again. Gemini CLI 0.61 fails it (nearly always; one success
+was seen under load): JSON-RPC -32603 "Internal error", data.details "No previous sessions found for this project.", also within the same
 process: before reading the session, ``session/load`` appends to its chat file
 (``~/.gemini/tmp/<project>/chats/session-*-<id8>.jsonl``) a fresh header and a ``$set`` of the
 messages to the session context alone, so the session no longer counts as resumable.
@@ -354,15 +354,25 @@ async def test_opencode_load_session_in_a_new_process_replays_history(
 
 async def test_gemini_load_session_fails_in_0_61(gemini: AgentFactory) -> None:
     """Gemini CLI 0.61 cannot load a session over ACP (see the module docstring): a driver must
-    treat the error as "resume lost" and start a new session."""
+    treat the error as "resume lost" and start a new session.
+
+    Not always: a CI run on a loaded machine (2026-12-03) saw one load succeed. So the test takes
+    either outcome, and checks each for what the driver relies on: the error is the one it
+    recognises, or the load replays the conversation (the driver's ordinary resume).
+    """
     setup = gemini()
     async with setup.start(RecordingClient()) as session:
         session_id = session.session_id
         await session.prompt("first prompt")
 
-    with pytest.raises(acp.RequestError) as raised:
-        async with setup.start(RecordingClient(), load=session_id):
+    replay = RecordingClient()
+    try:
+        async with setup.start(replay, load=session_id):
             pass
-    error: Any = raised.value
-    assert error.code == -32603
-    assert error.data == {"details": "No previous sessions found for this project."}
+    except acp.RequestError as raised:
+        error: Any = raised
+        assert error.code == -32603
+        assert error.data == {"details": "No previous sessions found for this project."}
+        return
+    users = [u for _, u in replay.updates if u["sessionUpdate"] == "user_message_chunk"]
+    assert [u["content"]["text"] for u in users] == ["first prompt"]
