@@ -41,7 +41,7 @@ from bridge.desiide.lifecycle_types import LifecycleError
 from bridge.desiide.orchestrator import Orchestrator, lifecycle_error
 from bridge.desiide.schema import SecretsGetParams, SecretsGetResult
 from bridge.logs import JsonFormatter, RedactionFilter, configure_logging
-from bridge.tasks import TaskSet
+from bridge.tasks import TaskSet, race
 
 __all__ = ["LOG_FILE", "run_orchestrator", "serve"]
 
@@ -137,17 +137,14 @@ async def serve(
             data = conn.internal_error(call.request_id)
         write(data)
 
-    read_task = asyncio.ensure_future(reader.read(READ_SIZE))
-    stop_task = asyncio.ensure_future(stop.wait())
     try:
         while True:
-            done, _ = await asyncio.wait(
-                {read_task, stop_task}, return_when=asyncio.FIRST_COMPLETED
-            )
-            if stop_task in done:
+            # The read first: bytes read in the same instant as a stop are not dropped.
+            won = await race(reader.read(READ_SIZE), stop.wait())
+            if won is None or won[0] == 1:
                 logger.info("stopping on a signal")
                 break
-            data = read_task.result()
+            data = won[1]
             events = conn.feed(data) if data else conn.feed_eof()
             closed = False
             for event in events:
@@ -163,10 +160,7 @@ async def serve(
                         closed = True
             if closed:
                 break
-            read_task = asyncio.ensure_future(reader.read(READ_SIZE))
     finally:
-        for pending in (read_task, stop_task):
-            pending.cancel()
         await calls.close(timeout=5)
         await orchestrator.shutdown()
         logger.info("orchestrator stopped after %.1f s", time.monotonic() - started)
