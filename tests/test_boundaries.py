@@ -210,6 +210,25 @@ def test_a_session_host_process_loads_only_what_it_needs() -> None:
     assert done.stdout.strip() == "[]"
 
 
+def test_the_daemon_starts_without_the_acp_sdk() -> None:
+    """``codedeck-bridge run`` with Claude Code (or the scripted agent) never imports ``acp``:
+    its pydantic models take 0.86 s of CPU to build, at every start (``agent_probe``)."""
+    code = (
+        "import sys, bridge.cli, bridge.runtime.daemon, bridge.agents.claude, "
+        "bridge.agents.scripted, bridge.doctor; "
+        "print(sorted(m for m in sys.modules if m.split('.')[0] == 'acp'))"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=True,
+        cwd=REPO,
+    )
+    assert done.stdout.strip() == "[]"
+
+
 ALL_MODULES = [
     p
     for d in ("bridge", "relaypolicy", "store")

@@ -13,6 +13,7 @@ only they build on: ``backlog`` (a subscription's stored events, paged) and ``re
 
 from bridge.nostr.backoff import DEFAULT_BASE, DEFAULT_CAP, DEFAULT_JITTER, backoff
 from bridge.nostr.event import (
+    CHECKED_SIGNATURES_KEPT,
     MAX_CREATED_AT,
     MAX_KIND,
     Event,
@@ -20,6 +21,7 @@ from bridge.nostr.event import (
     InvalidEventError,
     VerifiedEvent,
     check_event,
+    checked_signatures,
     event_id,
     expiration_of,
     expiration_tag,
@@ -81,6 +83,7 @@ from bridge.nostr.nip44 import (
 __all__ = [
     "AUTH_KIND",
     "AUTH_REQUIRED_PREFIX",
+    "CHECKED_SIGNATURES_KEPT",
     "DEFAULT_BASE",
     "DEFAULT_CAP",
     "DEFAULT_JITTER",
@@ -121,6 +124,7 @@ __all__ = [
     "build_auth_event",
     "calc_padded_len",
     "check_event",
+    "checked_signatures",
     "conversation_key",
     "decrypt",
     "encrypt",

@@ -358,7 +358,8 @@ class Keypair:
         if lib.secp256k1_schnorrsig_sign32(ctx, sig, message, self._native, aux) != 1:
             raise ValueError("signing failed")
         # BIP-340's default signing algorithm ends with "if Verify(...) fails, abort": a faulty
-        # computation must never leave the signer. It costs one verification (~25 us).
+        # computation must never leave the signer. It costs one verification (85 us of the 130 us of
+        # a signature on a shared 2-core machine).
         if lib.secp256k1_schnorrsig_verify(ctx, sig, message, 32, self._xonly.public_key) != 1:
             raise ValueError("produced signature does not verify")
         return bytes(ffi.buffer(sig, 64))

@@ -42,15 +42,19 @@ import tempfile
 import time
 from collections.abc import AsyncIterator, Awaitable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import IO, Any, Final, TypeVar
-
-import acp
-from acp import schema
+from typing import IO, TYPE_CHECKING, Any, Final, TypeVar
 
 from bridge import __version__
 from bridge.agent_config import AgentConfig
 from bridge.protocol import ModelEntry
 from bridge.tasks import race
+
+if TYPE_CHECKING:
+    # The ACP SDK is imported where it is used: importing it builds every pydantic model of the
+    # protocol, 0.86 s of CPU on a shared 2-core machine (``python -X importtime``), which a
+    # daemon whose agents are all Claude Code (or the scripted one) would pay at every start,
+    # before it can answer a phone.
+    from acp import schema
 
 __all__ = [
     "PROBE_TIMEOUT",
@@ -133,6 +137,8 @@ class _ProbeClient:
     async def request_permission(
         self, session_id: str, tool_call: Any, options: Any, **kwargs: Any
     ) -> schema.RequestPermissionResponse:
+        from acp import schema
+
         return schema.RequestPermissionResponse(outcome=schema.DeniedOutcome(outcome="cancelled"))
 
     def on_connect(self, conn: Any) -> None:
@@ -168,6 +174,9 @@ async def probe_agent(
         logger.warning("! agent %s does not start: %s", agent.agent_id, exc)
         return AgentProbe(agent.agent_id, agent.label, False, str(exc), seconds=seconds)
     seconds = time.monotonic() - started_at
+    import acp
+    from acp import schema
+
     info = answer.agent_info
     capabilities = answer.agent_capabilities or schema.AgentCapabilities()
     if answer.protocol_version != acp.PROTOCOL_VERSION:
@@ -217,6 +226,8 @@ async def list_agent_models(
 
 def _model_option(options: Sequence[Any]) -> tuple[tuple[ModelEntry, ...], str | None]:
     """The entries and current value of the ``model`` select option (none: empty)."""
+    from acp import schema
+
     for option in options:
         if not isinstance(option, schema.SessionConfigOptionSelect):
             continue
@@ -231,6 +242,9 @@ def _model_option(options: Sequence[Any]) -> tuple[tuple[ModelEntry, ...], str |
 
 
 def _initialize(conn: Any) -> Awaitable[schema.InitializeResponse]:
+    import acp
+    from acp import schema
+
     result: Awaitable[schema.InitializeResponse] = conn.initialize(
         protocol_version=acp.PROTOCOL_VERSION,
         client_capabilities=schema.ClientCapabilities(),
@@ -256,6 +270,8 @@ class _Run:
         Raises:
             _ProbeFailed: the agent exited, timed out or answered with an error.
         """
+        import acp
+
         try:
             won = await race(request, self.process.wait(), timeout=timeout)
         except acp.RequestError as exc:
@@ -298,6 +314,8 @@ async def _running(agent: AgentConfig, env: Mapping[str, str]) -> AsyncIterator[
         conn: Any = None
         try:
             assert process.stdin is not None and process.stdout is not None
+            import acp
+
             conn = acp.connect_to_agent(_ProbeClient(), process.stdin, process.stdout)  # type: ignore[arg-type]
             yield _Run(conn, process, stderr, cwd)
         finally:

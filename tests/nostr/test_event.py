@@ -14,11 +14,13 @@ from hypothesis import strategies as st
 
 from bridge.nostr import event as event_module
 from bridge.nostr.event import (
+    CHECKED_SIGNATURES_KEPT,
     MAX_CREATED_AT,
     Event,
     InvalidEventError,
     VerifiedEvent,
     check_event,
+    checked_signatures,
     event_id,
     expiration_of,
     expiration_tag,
@@ -300,8 +302,77 @@ def test_verify_event_answers_false_even_if_a_check_raises(
         raise RuntimeError("unexpected")
 
     signed = sign_event(KP, 1, "x", created_at=NOW)
+    checked_signatures.clear()  # signing remembered the pair: make this a first check
     monkeypatch.setattr(event_module, "verify_schnorr", broken)
     assert verify_event(signed) is False
+
+
+# --- the memo of checked signatures -------------------------------------------------------------
+
+
+def _counting_verifier(monkeypatch: pytest.MonkeyPatch) -> list[bytes]:
+    """Patch the BIP-340 check to count its calls (it still checks); the list of messages."""
+    calls: list[bytes] = []
+    real = event_module.verify_schnorr
+
+    def counting(pubkey: bytes, message: bytes, signature: bytes) -> bool:
+        calls.append(message)
+        return real(pubkey, message, signature)
+
+    monkeypatch.setattr(event_module, "verify_schnorr", counting)
+    return calls
+
+
+def test_an_event_signed_here_is_not_verified_again(monkeypatch: pytest.MonkeyPatch) -> None:
+    calls = _counting_verifier(monkeypatch)
+    signed = sign_event(KP, 1, "mine", created_at=NOW)
+    assert check_event(parse_event(signed.to_dict())) == signed
+    assert calls == []
+
+
+def test_a_foreign_event_is_verified_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    foreign = sign_event(OTHER, 4515, "from a phone", created_at=NOW).to_dict()
+    checked_signatures.clear()  # as if it had been signed in another process
+    calls = _counting_verifier(monkeypatch)
+    assert verify_event(parse_event(foreign))
+    assert verify_event(parse_event(foreign))
+    assert len(calls) == 1
+
+
+def test_a_remembered_pair_does_not_vouch_for_other_content() -> None:
+    signed = sign_event(KP, 1, "original", created_at=NOW)
+    for changes in ({"content": "forged"}, {"kind": 2}, {"pubkey": OTHER.public_hex}):
+        forged = replace(Event(**signed.to_dict()), **changes)
+        with pytest.raises(InvalidEventError, match="id does not match"):
+            check_event(forged)
+
+
+def test_a_failed_check_is_not_remembered(monkeypatch: pytest.MonkeyPatch) -> None:
+    theirs = sign_event(OTHER, 1, "hello", created_at=NOW)
+    claimed = Event(
+        id=event_id(KP.public_hex, NOW, 1, (), "hello"),
+        pubkey=KP.public_hex,
+        created_at=NOW,
+        kind=1,
+        tags=(),
+        content="hello",
+        sig=theirs.sig,
+    )
+    calls = _counting_verifier(monkeypatch)
+    assert not verify_event(claimed)
+    assert not verify_event(claimed)
+    assert len(calls) == 2
+
+
+def test_the_memo_forgets_the_oldest_pairs(monkeypatch: pytest.MonkeyPatch) -> None:
+    checked_signatures.clear()
+    first = sign_event(KP, 1, "first", created_at=NOW)
+    for n in range(CHECKED_SIGNATURES_KEPT):
+        checked_signatures.add((f"{n:064x}", "00" * 64))
+    assert (first.id, first.sig) not in checked_signatures
+    calls = _counting_verifier(monkeypatch)
+    assert verify_event(first)
+    assert len(calls) == 1
 
 
 def test_check_event_returns_verified_event() -> None:

@@ -279,3 +279,8 @@ def test_cache_construction_errors_and_repr() -> None:
     assert text == "ConversationKeyCache(entries=1, max=1024)"
     assert ALICE.secret_hex not in text
     assert KEY.hex() not in text
+
+
+@given(key=st.binary(min_size=32, max_size=32), message=st.binary(max_size=2048))
+def test_the_written_out_hmac_is_rfc_2104(key: bytes, message: bytes) -> None:
+    assert nip44._hmac_sha256(key, message) == hmac.digest(key, message, "sha256")
