@@ -204,6 +204,17 @@ class BridgeDatabase:
         batch = list(statements)
         return self._translated(self._conn.submit(lambda conn: _in_transaction(conn, batch)))
 
+    def start_run(self, job: Callable[[sqlite3.Connection], _T]) -> Awaitable[_T]:
+        """`run`, queued on the connection's thread before this returns; await the result.
+
+        For a reader that works on one batch of rows while SQLite reads the next. Like
+        `start_write`, it waits its turn from the moment it is awaited when a transaction is
+        open. Await the result in every case.
+        """
+        if self._owner is not None or self._closing:
+            return self.run(job)
+        return self._translated(self._conn.submit(job))
+
     async def _translated(self, job: Awaitable[_T]) -> _T:
         try:
             return await job

@@ -317,6 +317,7 @@ class Daemon:
                     "go through anyway",
                     SETTLE_TIMEOUT,
                 )
+            loop.fence()  # the commands come after the hosts' replay (InputQueue)
             for command in held or ():
                 loop.feed(command)
             held = None

@@ -15,7 +15,8 @@ The data path of one phone ``input``, end to end, in four runtime files:
 The queue is unbounded on purpose: every input is agent output to store, a command the pool has
 already marked as seen (a dropped one would not come back before a restart), or an errand's
 answer. Dropping any of them loses data; a burst is worked off instead, with a warning while more
-than :data:`INPUT_BACKLOG_WARNING` wait.
+than :data:`INPUT_BACKLOG_WARNING` wait. The phones' commands are taken before any other input
+that waits (:class:`InputQueue`): an ``input-ack`` never waits behind a busy agent's lines.
 
 Group commit. When inputs wait in the queue (a busy agent's lines, a phone's burst of commands,
 a sync's acks), the loop hands the engine several of them before it performs anything, and their
@@ -53,9 +54,10 @@ from __future__ import annotations
 
 import asyncio
 import collections
+import contextlib
 import functools
 import logging
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from typing import assert_never
 
@@ -84,7 +86,7 @@ from bridge.engine.effects import (
     SetRunnerOption,
     StartRunner,
 )
-from bridge.engine.inputs import Input, SyncChunkSent
+from bridge.engine.inputs import CommandEventReceived, Input, SyncChunkSent
 from bridge.nostr.keys import hex_to_npub
 from bridge.protocol import SessionsMessage, SyncChunkMessage
 from bridge.runtime.clock import Clock
@@ -94,7 +96,7 @@ from bridge.runtime.outbound import Outbound
 from bridge.runtime.progress import Progress
 from bridge.runtime.runners import RunnerManager
 from bridge.runtime.subscriptions import Subscriptions
-from bridge.runtime.sync_chunks import chunk_text, read_ranges
+from bridge.runtime.sync_chunks import chunk_text, reading_batches, start_reading
 from store.db import BridgeDatabase
 
 __all__ = [
@@ -102,10 +104,12 @@ __all__ = [
     "GROUP_LIMIT",
     "INPUT_BACKLOG_WARNING",
     "MAX_WAIT",
+    "SYNC_READ_BATCH",
     "EffectGroup",
     "EffectRunner",
     "EngineFailure",
     "EngineLoop",
+    "InputQueue",
     "groupable",
 ]
 
@@ -116,7 +120,10 @@ INPUT_BACKLOG_WARNING = 50_000
 MAX_WAIT = 30.0
 """The longest the loop waits for an input before it looks at the clock again."""
 CHUNKS_PER_STEP = 8
-"""Sync chunks sealed before the loop lets the sender run (see ``_send_sync_chunks``)."""
+"""Sync chunks sealed before the loop lets the sender run (see ``_send_sync_chunks``); also the
+first batch of a sync read from the store."""
+SYNC_READ_BATCH = 64
+"""Sync chunks whose lines are read in one trip to the store after the first batch."""
 GROUP_LIMIT = 128
 """Inputs at most in one group commit: bounds how long the first one's replies wait for the
 rest (each input is engine work and sealing, about 0.1 ms; the transaction is one trip)."""
@@ -285,23 +292,38 @@ class EffectRunner:
                 assert_never(effect)
 
     async def _send_sync_chunks(self, chunks: Sequence[SendSyncChunk]) -> None:
-        """Read the chunks' lines from the store (one trip) and send each chunk; the engine
-        hears when each one left (see :mod:`bridge.runtime.sync_chunks`)."""
-        lines = await read_ranges(self._db, chunks)
-        for index, (chunk, rows) in enumerate(zip(chunks, lines, strict=True)):
-            if index and not index % CHUNKS_PER_STEP:
-                # Let the first chunks leave while the next ones are sealed: the phone starts
-                # on them at once instead of after the whole sync was signed.
-                await asyncio.sleep(0)
-            low, high = chunk.seq_range
-            # The message gives the event's kind and tags; its text is spliced from the lines.
-            stub = SyncChunkMessage(
-                sessionId=chunk.session_id, syncId=chunk.sync_id, range=[low, high], entries=[]
-            )
-            text = chunk_text(chunk.session_id, chunk.sync_id, (low, high), rows)
-            sealed = self._outbound.seal(Publish(stub, (chunk.phone,)), durable=False, text=text)
-            sent = SyncChunkSent(chunk.phone, chunk.sync_id)
-            self._outbound.send(sealed, on_sent=functools.partial(self._feed, sent))
+        """Read the chunks' lines from the store (a few trips, see
+        :mod:`bridge.runtime.sync_chunks`) and send each chunk; the engine hears when each one
+        left."""
+        batches = reading_batches(chunks, CHUNKS_PER_STEP, SYNC_READ_BATCH)
+        reading: Awaitable[list[list[tuple[int, str]]]] | None = start_reading(self._db, batches[0])
+        try:
+            for number, batch in enumerate(batches):
+                assert reading is not None
+                lines, reading = await reading, None
+                if number + 1 < len(batches):
+                    reading = start_reading(self._db, batches[number + 1])
+                for index, (chunk, rows) in enumerate(zip(batch, lines, strict=True)):
+                    if (number or index) and not index % CHUNKS_PER_STEP:
+                        # Let the first chunks leave while the next ones are sealed: the phone
+                        # starts on them at once instead of after the whole sync was signed.
+                        await asyncio.sleep(0)
+                    self._send_sync_chunk(chunk, rows)
+        finally:
+            if reading is not None:  # sealing failed: the read under way still ends
+                with contextlib.suppress(Exception):
+                    await reading
+
+    def _send_sync_chunk(self, chunk: SendSyncChunk, rows: Sequence[tuple[int, str]]) -> None:
+        low, high = chunk.seq_range
+        # The message gives the event's kind and tags; its text is spliced from the lines.
+        stub = SyncChunkMessage(
+            sessionId=chunk.session_id, syncId=chunk.sync_id, range=[low, high], entries=[]
+        )
+        text = chunk_text(chunk.session_id, chunk.sync_id, (low, high), rows)
+        sealed = self._outbound.seal(Publish(stub, (chunk.phone,)), durable=False, text=text)
+        sent = SyncChunkSent(chunk.phone, chunk.sync_id)
+        self._outbound.send(sealed, on_sent=functools.partial(self._feed, sent))
 
 
 def _chunk_runs(
@@ -319,6 +341,58 @@ def _chunk_runs(
         else:
             out.append(item)
     return out
+
+
+class InputQueue:
+    """The engine loop's waiting inputs: the phones' commands first, each source in order.
+
+    A command waits behind no agent output: its ``input-ack`` is what the phone's outbox waits
+    for, and a burst of commands (a phone back online with its outbox, a sync's acks) is
+    acknowledged before the turns it starts fill the queue with their lines. Reordering across
+    sources is safe while the phone has seen only what the engine handled: inputs from different
+    sources race each other to the queue anyway, and a command can depend only on what the
+    phone saw.
+
+    Not at a start: a phone may answer a card the previous daemon showed, which this one has
+    only queued again (a session host's replay). :meth:`fence` makes every command wait for
+    the inputs queued so far; until they are taken, commands queue behind them in arrival
+    order (so a phone's commands keep their order too).
+    """
+
+    __slots__ = ("_commands", "_fenced", "_others")
+
+    def __init__(self) -> None:
+        self._commands: collections.deque[Input] = collections.deque()
+        self._others: collections.deque[Input] = collections.deque()
+        self._fenced = 0
+        """How many inputs at the head of ``_others`` every command must wait for."""
+
+    def fence(self) -> None:
+        """From now on, commands wait for every input queued so far (see the class)."""
+        self._fenced = len(self._others)
+
+    def append(self, event: Input) -> None:
+        if not isinstance(event, CommandEventReceived):
+            self._others.append(event)
+        elif self._fenced:
+            self._others.append(event)
+            self._fenced = len(self._others)  # the next commands come after this one
+        else:
+            self._commands.append(event)
+
+    def popleft(self) -> Input:
+        """The oldest command, else the oldest other input (IndexError when empty)."""
+        if self._commands:
+            return self._commands.popleft()
+        event = self._others.popleft()
+        self._fenced = max(0, self._fenced - 1)
+        return event
+
+    def __len__(self) -> int:
+        return len(self._commands) + len(self._others)
+
+    def __bool__(self) -> bool:
+        return bool(self._commands) or bool(self._others)
 
 
 class EngineLoop:
@@ -343,7 +417,7 @@ class EngineLoop:
         self._effects = effects
         self._clock = clock
         self._max_wait = max_wait
-        self._inputs: collections.deque[Input] = collections.deque()
+        self._inputs = InputQueue()
         self._backlog_warned = False
         self._stopping = False
         self._waiter: asyncio.Future[None] | None = None
@@ -366,6 +440,11 @@ class EngineLoop:
         """Queue an input for the engine (from callbacks; never blocks, never drops)."""
         self._inputs.append(event)
         self._wake_up()
+
+    def fence(self) -> None:
+        """Make the phones' commands wait for every input queued so far (at a start: the
+        session hosts' replay; see :class:`InputQueue`)."""
+        self._inputs.fence()
         waiting = len(self._inputs)
         if waiting >= INPUT_BACKLOG_WARNING and not self._backlog_warned:
             self._backlog_warned = True

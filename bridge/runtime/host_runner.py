@@ -214,7 +214,8 @@ class HostRunner:
         self._ack_scheduled = False
         self.attached = asyncio.Event()
         """Set once the engine has everything of the host (records, parked asks) — or there is
-        no host to have it from: the daemon holds the phones' commands until then."""
+        no live host to have it from (a new one is started): the daemon holds the phones'
+        commands until then."""
         self._tasks = TaskSet(f"session {session_id[:8]}", logger=logger)
 
     @property
@@ -410,6 +411,10 @@ class HostRunner:
                 return gone
             if self._note is None:
                 self._note = (gone, 1)
+        # No live host to adopt: a new one has no card to re-present, and what a dead one
+        # journaled was read above. The phones' commands need not wait for the new host to
+        # start (a Python process and its agent: 0.2 s or more per session at a daemon's start).
+        self.attached.set()
         for attempt in range(2):
             try:
                 await self._spawn(resume or self._sdk_session_id is not None)

@@ -66,14 +66,19 @@ __all__ = ["Outbound", "SealedEvent"]
 logger = logging.getLogger(__name__)
 
 QUEUE_LIMIT = 10_000
-HIGH_WATER = QUEUE_LIMIT // 2
-"""Queued events past which :meth:`Outbound.room` makes the engine loop wait."""
-LOW_WATER = QUEUE_LIMIT // 4
+PIPELINE_DEPTH = 64
+"""Fresh publishes waiting for their relays' ``OK`` at once (see the module docstring)."""
+HIGH_WATER = 4 * PIPELINE_DEPTH
+"""Queued events past which :meth:`Outbound.room` makes the engine loop wait.
+
+Low on purpose: a reply sealed now leaves after everything queued before it. With 5,000 here, a
+phone's burst of 1,000 commands was committed in groups of 128 while the acks piled up unsent
+(the engine loop kept the thread; the sender got a few steps per group), and the first ones left
+1.5 s after their commit. At 256 the sender empties the queue between two groups."""
+LOW_WATER = PIPELINE_DEPTH
 """Queued events under which it lets the engine loop go on."""
 ROOM_WAIT = 2.0
 """The longest one :meth:`Outbound.room` waits (a relay that never answers must not stall it)."""
-PIPELINE_DEPTH = 64
-"""Fresh publishes waiting for their relays' ``OK`` at once (see the module docstring)."""
 RESEND_CONCURRENCY = 16
 """Re-sends in flight at once (each may wait the OK timeout on a relay that does not answer)."""
 CLOCK_KEY = "publish.lastCreatedAt"

@@ -52,6 +52,7 @@ from bridge.runtime.engine_loop import (
     EffectRunner,
     EngineFailure,
     EngineLoop,
+    InputQueue,
 )
 from store import bridge_state
 from store.db import BridgeDatabase
@@ -404,6 +405,59 @@ async def test_an_input_taken_as_the_loop_stops_is_handled_not_lost(
         assert (stack.loop.handled, stack.loop.pending) == (1, 0)
         await sent(stack.outbound)
         assert len(stack.pool.published) == 2  # its heartbeat went out
+
+
+def test_the_input_queue_puts_commands_first_and_keeps_each_source_in_order() -> None:
+    queue = InputQueue()
+    assert not queue and len(queue) == 0
+    first, second = RefreshRequested(), RefreshRequested()
+    commands = [input_event("s-1", text="one"), input_event("s-1", text="two")]
+    for event in (first, commands[0], second, commands[1]):
+        queue.append(event)
+    assert queue and len(queue) == 4
+    taken = [queue.popleft() for _ in range(4)]
+    assert taken[:2] == commands
+    assert taken[2] is first and taken[3] is second
+    with pytest.raises(IndexError):
+        queue.popleft()
+
+
+def test_after_a_fence_commands_wait_for_what_was_queued_and_keep_their_order() -> None:
+    queue = InputQueue()
+    replay = [RefreshRequested(), RefreshRequested()]
+    for event in replay:
+        queue.append(event)
+    queue.fence()  # a start: the hosts' replay is queued, the held commands come next
+    held, later = input_event("s-1", text="held"), input_event("s-1", text="later")
+    queue.append(held)
+    after = RefreshRequested()
+    queue.append(after)
+    queue.append(later)
+    assert [queue.popleft() for _ in range(5)] == [*replay, held, after, later]
+    fresh, output = input_event("s-1", text="fresh"), RefreshRequested()
+    queue.append(output)
+    queue.append(fresh)  # the fence is passed: commands come first again
+    assert [queue.popleft(), queue.popleft()] == [fresh, output]
+    queue.fence()  # nothing queued: nothing to wait for
+    queue.append(output)
+    queue.append(fresh)
+    assert queue.popleft() is fresh
+
+
+async def test_a_command_waits_behind_no_other_input(db: BridgeDatabase, tmp_path: Path) -> None:
+    async with make_stack(db, tmp_path / "ws") as stack:
+        session = await ready_session(stack)
+        stack.clock.advance(1)
+        stack.loop.feed(RefreshRequested())  # queued first: a heartbeat
+        stack.loop.feed(input_event(session))
+        task = asyncio.create_task(stack.loop.run())
+        await stack.pool.wait_published(3)
+        stack.loop.stop()
+        async with asyncio.timeout(WAIT):
+            await task
+        kinds = [e.kind for e in stack.pool.events()]
+        assert kinds[:2] == [4516, 24515]  # the ack and the input's line before the heartbeat
+        assert 30515 in kinds[2:]
 
 
 async def test_run_ends_with_the_engine_failure(tmp_path: Path) -> None:

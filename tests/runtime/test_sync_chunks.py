@@ -13,7 +13,8 @@ from bridge.engine.effects import SendSyncChunk
 from bridge.engine.inputs import SyncChunkSent
 from bridge.protocol import SyncChunkEntry, SyncChunkMessage, encode
 from bridge.protocol.shared import DiffData, DiffLine, OutputEntry
-from bridge.runtime.sync_chunks import chunk_text, read_ranges
+from bridge.runtime.engine_loop import CHUNKS_PER_STEP, SYNC_READ_BATCH
+from bridge.runtime.sync_chunks import chunk_text, read_ranges, reading_batches
 from store import bridge_state
 from store.db import BridgeDatabase
 from tests.runtime.support import PHONE, make_stack, opened, sent
@@ -72,13 +73,13 @@ async def test_the_lines_of_many_chunks_are_read_in_one_trip(
     for seq in range(1, 8):
         await bridge_state.append_transcript(db, "s-1", seq, stored(ENTRIES[seq % 3]))
     trips: list[Any] = []
-    run = db.run
+    start_run = db.start_run
 
-    async def counted(job: Any) -> Any:
+    def counted(job: Any) -> Any:
         trips.append(job)
-        return await run(job)
+        return start_run(job)
 
-    monkeypatch.setattr(db, "run", counted)
+    monkeypatch.setattr(db, "start_run", counted)
     chunks = [
         SendSyncChunk(PHONE.public_hex, "s-1", "sync-1", (1, 3)),
         SendSyncChunk(PHONE.public_hex, "s-1", "sync-1", (4, 6)),
@@ -110,3 +111,39 @@ async def test_a_sync_sends_each_chunk_and_hears_when_each_left(
             ENTRIES[52 % 3],
             ENTRIES[53 % 3],
         ]
+
+
+def test_a_sync_is_read_in_a_small_first_batch_then_larger_ones() -> None:
+    chunks = [SendSyncChunk(PHONE.public_hex, "s-1", "x", (n, n)) for n in range(1, 151)]
+    batches = reading_batches(chunks, 8, 64)
+    assert [len(batch) for batch in batches] == [8, 64, 64, 14]
+    assert [c for batch in batches for c in batch] == chunks
+    assert [len(b) for b in reading_batches(chunks[:3], 8, 64)] == [3]
+    assert [len(b) for b in reading_batches(chunks[:72], 8, 64)] == [8, 64]
+
+
+async def test_a_long_sync_reads_batch_after_batch_and_sends_every_chunk_in_order(
+    db: BridgeDatabase, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    count = CHUNKS_PER_STEP + SYNC_READ_BATCH + 5
+    async with make_stack(db, tmp_path / "ws") as stack:
+        for seq in range(1, count + 1):
+            await bridge_state.append_transcript(db, "s-1", seq, stored(ENTRIES[seq % 3]))
+        trips: list[Any] = []
+        start_run = db.start_run
+
+        def counted(job: Any) -> Any:
+            trips.append(job)
+            return start_run(job)
+
+        monkeypatch.setattr(db, "start_run", counted)
+        chunks = [
+            SendSyncChunk(PHONE.public_hex, "s-1", "sync-1", (n, n)) for n in range(1, count + 1)
+        ]
+        await stack.effects.perform(list(chunks))
+        await sent(stack.outbound)
+        assert len(trips) == 3  # 8 chunks, then 64, then the last 5
+        assert stack.fed == [SyncChunkSent(PHONE.public_hex, "sync-1")] * count
+        messages = [opened(event) for event in stack.pool.events()]
+        assert [tuple(m.range) for m in messages] == [(n, n) for n in range(1, count + 1)]  # type: ignore[union-attr]
+        assert all(len(m.entries) == 1 for m in messages)  # type: ignore[union-attr]

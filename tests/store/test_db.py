@@ -437,6 +437,31 @@ async def test_start_write_is_queued_before_it_returns(db: BridgeDatabase) -> No
         await db.start_write([Statement("INSERT INTO kv VALUES ('w', '2', 0)")])
 
 
+async def test_start_run_is_queued_before_it_returns(db: BridgeDatabase) -> None:
+    ran = threading.Event()
+    order: list[str] = []
+
+    def block(conn: sqlite3.Connection) -> None:
+        ran.wait(WAIT)
+        order.append("block")
+
+    def read(conn: sqlite3.Connection) -> int:
+        order.append("read")
+        return int(conn.execute("SELECT count(*) FROM kv").fetchone()[0])
+
+    blocker = asyncio.ensure_future(db.run(block))
+    await asyncio.sleep(0.01)
+    reading = db.start_run(read)
+    writing = db.start_write([Statement("INSERT INTO kv VALUES ('w', '1', 0)")])
+    ran.set()
+    await blocker
+    await writing
+    assert await reading == 0  # queued before the write: it did not see it
+    assert order == ["block", "read"]
+    with pytest.raises(StoreError, match="no such table"):
+        await db.start_run(lambda conn: conn.execute("SELECT * FROM nope").fetchall())
+
+
 async def test_start_write_waits_for_another_tasks_transaction(db: BridgeDatabase) -> None:
     inside, release = asyncio.Event(), asyncio.Event()
 

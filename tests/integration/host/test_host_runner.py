@@ -158,6 +158,25 @@ async def test_a_new_host_serves_the_session_and_close_ends_it(rig: Rig) -> None
     assert not host_paths(rig.home, SESSION).root.exists()
 
 
+def _when_attached(runner: HostRunner, snapshot: Callable[[], Any]) -> asyncio.Task[Any]:
+    """What `snapshot` says at the moment the runner lets the phones' commands through."""
+
+    async def wait() -> Any:
+        await runner.attached.wait()
+        return snapshot()
+
+    return asyncio.ensure_future(wait())
+
+
+async def test_a_new_host_does_not_hold_the_phones_commands(rig: Rig) -> None:
+    runner = rig.runner()
+    seen = _when_attached(runner, lambda: of(AgentReady, rig.inner()))
+    await runner.start(rig.spec(), resume=False)
+    assert await asyncio.wait_for(seen, WAIT) == []  # let through before the host even served
+    await _ready(rig)
+    await runner.close()
+
+
 async def test_a_detached_host_is_adopted_and_replays_only_after_the_cursor(rig: Rig) -> None:
     first = rig.runner()
     await first.start(rig.spec(), resume=False)
@@ -168,8 +187,10 @@ async def test_a_detached_host_is_adopted_and_replays_only_after_the_cursor(rig:
     await first.detach()
     rig.fed.clear()
     second = rig.runner()
+    replayed = _when_attached(second, rig.texts)
     await second.start(rig.spec(agent_seq=cursor), resume=True)
-    await rig.until(lambda: "line 5 of 5" in rig.texts())
+    # An adopted host holds the phones' commands until its replay is in the engine's queue.
+    assert "line 5 of 5" in await asyncio.wait_for(replayed, WAIT)
     assert rig.seqs()[0] == cursor + 1  # the replay starts right after the cursor
     assert of(AgentReady, rig.fed)  # ready again, reported by the runner: its record was had
     await second.close()
