@@ -189,7 +189,8 @@ class EffectRunner:
         """Every effect in order; an exception stops the rest (nothing may outrun a commit).
 
         Consecutive ``SendSyncChunk`` effects (a sync emits all its chunks at once) are sent
-        together: their lines are read from the store in one trip.
+        together: their lines are read from the store in a few trips, each batch read while
+        the one before is sealed.
         """
         for item in _chunk_runs(effects):
             if isinstance(item, list):

@@ -1,4 +1,4 @@
-"""Sync chunks from the stored transcript: read in one trip, encoded by splicing, sealed, sent.
+"""Sync chunks from the stored transcript: read in batches, encoded by splicing, sealed, sent.
 
 A full sync is many chunks at once (50,000 lines are 1,000 chunks of 50, emitted by the engine in
 one go). Each chunk used to be one trip to the store's thread, and every line in it was decoded
