@@ -190,6 +190,20 @@ def test_what_a_session_host_runs_imports_nothing_heavy(path: Path) -> None:
         assert not hit, f"{path.relative_to(REPO)} imports {module}: a session host must stay lean"
 
 
+def printed_by(code: str) -> str:
+    """What a fresh interpreter prints running `code` (imports are transitive: only a fresh
+    process says what importing a module really loads)."""
+    done = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=True,
+        cwd=REPO,
+    )
+    return done.stdout.strip()
+
+
 def test_a_session_host_process_loads_only_what_it_needs() -> None:
     """The modules a host process really loads for either agent (imports are transitive)."""
     code = (
@@ -199,15 +213,7 @@ def test_a_session_host_process_loads_only_what_it_needs() -> None:
         "('pydantic', 'claude_agent_sdk', 'websockets', 'aiosqlite', 'store', 'anyio', 'mcp') "
         "or m.startswith(('bridge.engine', 'bridge.protocol', 'bridge.runtime', 'bridge.nostr'))))"
     )
-    done = subprocess.run(
-        [sys.executable, "-c", code],
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=True,
-        cwd=REPO,
-    )
-    assert done.stdout.strip() == "[]"
+    assert printed_by(code) == "[]"
 
 
 def test_the_daemon_starts_without_the_acp_sdk() -> None:
@@ -218,15 +224,7 @@ def test_the_daemon_starts_without_the_acp_sdk() -> None:
         "bridge.agents.scripted, bridge.doctor; "
         "print(sorted(m for m in sys.modules if m.split('.')[0] == 'acp'))"
     )
-    done = subprocess.run(
-        [sys.executable, "-c", code],
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=True,
-        cwd=REPO,
-    )
-    assert done.stdout.strip() == "[]"
+    assert printed_by(code) == "[]"
 
 
 ALL_MODULES = [

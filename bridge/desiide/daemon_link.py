@@ -29,6 +29,7 @@ from typing import Any, Final
 from bridge import __version__
 from bridge.config import Settings
 from bridge.control.client import ControlClient, ControlError, DaemonNotRunning
+from bridge.tasks import TaskSet
 
 __all__ = ["DaemonLink", "DaemonLinkError"]
 
@@ -112,9 +113,12 @@ class DaemonLink:
             roots = list(dict.fromkeys([*map(str, settings.workspaces), *extra_roots]))
             settings = _with_roots(settings, roots)
         stop = asyncio.Event()
-        daemon = asyncio.create_task(
-            run_daemon(settings, stop=stop, install_signals=False), name="in-process daemon"
+        # Owned by a task set of its own, which logs a crash however the link ends; the link
+        # awaits the task when it closes.
+        daemon = TaskSet("the desiide link", logger=logger).spawn(
+            run_daemon(settings, stop=stop, install_signals=False), "in-process daemon"
         )
+        assert daemon is not None  # a new set is open
         logger.info("no bridge daemon runs for %s: running one in this process", home)
         loop = asyncio.get_running_loop()
         deadline = loop.time() + START_TIMEOUT
@@ -145,10 +149,8 @@ class DaemonLink:
         await self._watcher.close()
         if self._daemon is not None and self._stop is not None:
             self._stop.set()
-            try:
+            with contextlib.suppress(Exception):  # its task set logged it
                 await self._daemon
-            except Exception:
-                logger.exception("! the in-process daemon stopped with an error")
 
     async def call(self, method: str, params: Mapping[str, Any]) -> Any:
         """A ``tasks.*`` command.

@@ -254,9 +254,10 @@ def test_tampered_events_fail(changes: dict[str, Any], message: str) -> None:
         check_event(tampered)
 
 
-def test_signature_by_another_key_fails() -> None:
+def claimed_by_another_key() -> Event:
+    """An event claiming KP as its author, with the id right and OTHER's signature."""
     theirs = sign_event(OTHER, 1, "hello", created_at=NOW)
-    mine_claimed = Event(
+    return Event(
         id=event_id(KP.public_hex, NOW, 1, (), "hello"),
         pubkey=KP.public_hex,
         created_at=NOW,
@@ -265,8 +266,11 @@ def test_signature_by_another_key_fails() -> None:
         content="hello",
         sig=theirs.sig,
     )
+
+
+def test_signature_by_another_key_fails() -> None:
     with pytest.raises(InvalidEventError, match="invalid signature"):
-        check_event(mine_claimed)
+        check_event(claimed_by_another_key())
 
 
 def test_pubkey_not_on_curve_is_reported() -> None:
@@ -348,16 +352,7 @@ def test_a_remembered_pair_does_not_vouch_for_other_content() -> None:
 
 
 def test_a_failed_check_is_not_remembered(monkeypatch: pytest.MonkeyPatch) -> None:
-    theirs = sign_event(OTHER, 1, "hello", created_at=NOW)
-    claimed = Event(
-        id=event_id(KP.public_hex, NOW, 1, (), "hello"),
-        pubkey=KP.public_hex,
-        created_at=NOW,
-        kind=1,
-        tags=(),
-        content="hello",
-        sig=theirs.sig,
-    )
+    claimed = claimed_by_another_key()
     calls = _counting_verifier(monkeypatch)
     assert not verify_event(claimed)
     assert not verify_event(claimed)

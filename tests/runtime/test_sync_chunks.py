@@ -67,11 +67,8 @@ def test_a_damaged_line_is_left_out_and_logged(caplog: pytest.LogCaptureFixture)
     assert len(warnings) == 2 and "transcript line 2 of s-1 is damaged" in warnings[0]
 
 
-async def test_the_lines_of_many_chunks_are_read_in_one_trip(
-    db: BridgeDatabase, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    for seq in range(1, 8):
-        await bridge_state.append_transcript(db, "s-1", seq, stored(ENTRIES[seq % 3]))
+def count_reads(db: BridgeDatabase, monkeypatch: pytest.MonkeyPatch) -> list[Any]:
+    """The jobs handed to the store's thread by ``start_run`` from now on (they still run)."""
     trips: list[Any] = []
     start_run = db.start_run
 
@@ -80,6 +77,15 @@ async def test_the_lines_of_many_chunks_are_read_in_one_trip(
         return start_run(job)
 
     monkeypatch.setattr(db, "start_run", counted)
+    return trips
+
+
+async def test_the_lines_of_many_chunks_are_read_in_one_trip(
+    db: BridgeDatabase, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    for seq in range(1, 8):
+        await bridge_state.append_transcript(db, "s-1", seq, stored(ENTRIES[seq % 3]))
+    trips = count_reads(db, monkeypatch)
     chunks = [
         SendSyncChunk(PHONE.public_hex, "s-1", "sync-1", (1, 3)),
         SendSyncChunk(PHONE.public_hex, "s-1", "sync-1", (4, 6)),
@@ -129,14 +135,7 @@ async def test_a_long_sync_reads_batch_after_batch_and_sends_every_chunk_in_orde
     async with make_stack(db, tmp_path / "ws") as stack:
         for seq in range(1, count + 1):
             await bridge_state.append_transcript(db, "s-1", seq, stored(ENTRIES[seq % 3]))
-        trips: list[Any] = []
-        start_run = db.start_run
-
-        def counted(job: Any) -> Any:
-            trips.append(job)
-            return start_run(job)
-
-        monkeypatch.setattr(db, "start_run", counted)
+        trips = count_reads(db, monkeypatch)
         chunks = [
             SendSyncChunk(PHONE.public_hex, "s-1", "sync-1", (n, n)) for n in range(1, count + 1)
         ]
