@@ -75,3 +75,16 @@ def test_a_finished_command_is_forgotten(tmp_path: Path) -> None:
     leftovers.forget(path)
     assert leftovers.reap(tmp_path) == 0
     assert leftovers.record(None, shell.pid) is None
+
+
+def test_a_record_that_cannot_be_kept_raises(tmp_path: Path) -> None:
+    """Not a silent None: ``run_command`` refuses a command it could not record."""
+    blocker = tmp_path / "host"
+    blocker.write_text("a file where the host directory should be")
+    with pytest.raises(OSError):
+        leftovers.record(blocker / leftovers.COMMANDS_DIR, os.getpid())
+    shell = subprocess.Popen(["/bin/sh", "-c", "exit 0"], start_new_session=True)
+    shell.wait()  # reaped: its pid names no process
+    with pytest.raises(ProcessLookupError):
+        leftovers.record(tmp_path, shell.pid)
+    assert list(tmp_path.iterdir()) == [blocker]

@@ -6,6 +6,15 @@ and stdout and stderr in one pipe, so the model reads them interleaved as a term
 It is started in a session and process group of its own (``start_new_session``), and it dies
 with the session host (``PR_SET_PDEATHSIG``, :func:`bridge.agents.child_process.die_with_parent`).
 
+The shell starts *gated* (:data:`GATE`): it waits for a line on its stdin before it runs the
+command, and the host writes that line only once the group is recorded for reaping
+(:func:`.leftovers.record`) and the code that kills the group on every way out is in force. Without
+the gate the command ran while asyncio was still connecting its pipes, and a background child
+could exist before anyone answered for it: a call cancelled in that window had only the shell
+killed (asyncio's cleanup kills the pid, not the group), and a host killed in it left no record
+to reap — the child outlived both. Nothing is run if the record cannot be written (fail closed);
+a host that dies at the gate takes the shell with it, and nothing else was started.
+
 Ending it is always about the *group*, because ``sh -c`` forks and a test runner forks more:
 
 - after ``timeoutMs`` (default :data:`DEFAULT_TIMEOUT_MS`, at most
@@ -26,6 +35,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import io
 import os
 import signal
 import subprocess
@@ -43,6 +53,7 @@ from .results import INVALID_ARGUMENTS, ToolError, ToolResult, check_keys, int_a
 __all__ = [
     "DEFAULT_TIMEOUT_MS",
     "DRAIN_AFTER_EXIT",
+    "GATE",
     "KILL_GRACE",
     "OUTPUT_CAP",
     "SHELL",
@@ -58,6 +69,11 @@ KILL_GRACE: Final = 2.0
 """Seconds between SIGTERM and SIGKILL of a command that ran out of time."""
 DRAIN_AFTER_EXIT: Final = 1.0
 """Seconds the output is still read once the shell exited (background children hold the pipe)."""
+GATE: Final = 'IFS= read -r go && [ "$go" = go ] || exit 125; exec "$0" -c "$1" </dev/null'
+"""The shell's script, run as ``sh -c GATE SHELL command``: wait for ``go`` on stdin (the gate
+pipe; end of file, the host died, runs nothing), then become ``SHELL -c command`` in place (same
+pid, so the same group and the recorded leader) with stdin from ``/dev/null``."""
+_GO: Final = b"go\n"
 
 
 class OutputTail:
@@ -114,35 +130,22 @@ async def run_command(
     """The ``run_command`` tool (see the module docstring). Cancel-safe: the group is killed.
 
     Raises:
-        ToolError: bad arguments, or the shell could not be started.
+        ToolError: bad arguments, the shell could not be started, or the command could not be
+            recorded (it was not run).
     """
     check_keys(arguments, ("command", "timeoutMs"))
     command = text_arg(arguments, "command")
     if command is None or not command.strip():
         raise ToolError(INVALID_ARGUMENTS, "'command' is required (a shell command line)")
     timeout_ms = int_arg(arguments, "timeoutMs", low=1, high=MAX_TIMEOUT_MS) or DEFAULT_TIMEOUT_MS
-    loop = asyncio.get_running_loop()
-    try:
-        transport, shell = await loop.subprocess_exec(
-            _Command,
-            SHELL,
-            "-c",
-            command,
-            cwd=workspace.root,
-            env={**env, "PWD": str(workspace.root)},
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,
-            preexec_fn=die_with_parent(os.getpid()),
-        )
-    except OSError as exc:
-        reason = exc.strerror or type(exc).__name__
-        raise ToolError("command_failed", f"the shell could not be started: {reason}") from None
+    transport, shell, gate = await _start(workspace, env, command)
     group = transport.get_pid()  # a session leader: its pid is its group's id
-    noted = leftovers.record(commands_dir, group)  # reaped if the host dies meanwhile
+    noted: Path | None = None
     timed_out = False
     try:
+        with gate:  # closed on every way out: a shell still at the gate reads EOF, runs nothing
+            noted = _record(commands_dir, group)  # reaped if the host dies from now on
+            _open(gate)
         try:
             async with asyncio.timeout(timeout_ms / 1000):
                 await shell.exited.wait()
@@ -160,6 +163,71 @@ async def run_command(
         transport.close()
         leftovers.forget(noted)
     return _result(transport.get_returncode(), shell.tail, timed_out, timeout_ms)
+
+
+async def _start(
+    workspace: Workspace, env: Mapping[str, str], command: str
+) -> tuple[asyncio.SubprocessTransport, _Command, io.FileIO]:
+    """The shell, held at its :data:`GATE`, and the gate's write end (the caller's to close).
+
+    Cancelled while asyncio connects the pipes, asyncio kills the shell alone; that is enough
+    only because the gate keeps it from having started anything yet.
+
+    Raises:
+        ToolError: the shell could not be started.
+    """
+    loop = asyncio.get_running_loop()
+    gate_out, gate_in = os.pipe()
+    gate = os.fdopen(gate_in, "wb", buffering=0)
+    try:
+        transport, shell = await loop.subprocess_exec(
+            _Command,
+            SHELL,
+            "-c",
+            GATE,
+            SHELL,
+            command,
+            cwd=workspace.root,
+            env={**env, "PWD": str(workspace.root)},
+            stdin=gate_out,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+            preexec_fn=die_with_parent(os.getpid()),
+        )
+    except BaseException as exc:
+        gate.close()
+        if isinstance(exc, OSError):
+            reason = exc.strerror or type(exc).__name__
+            raise ToolError("command_failed", f"the shell could not be started: {reason}") from None
+        raise
+    finally:
+        os.close(gate_out)
+    return transport, shell, gate
+
+
+def _record(commands_dir: Path | None, group: int) -> Path | None:
+    """:func:`.leftovers.record` the group, or refuse the command: one that a host's death could
+    leave running unrecorded is not run.
+
+    Raises:
+        ToolError: the record could not be written.
+    """
+    try:
+        return leftovers.record(commands_dir, group)
+    except OSError as exc:
+        reason = exc.strerror or type(exc).__name__
+        raise ToolError(
+            "command_failed",
+            f"not run: the command could not be recorded to be ended if the host dies: {reason}",
+        ) from None
+
+
+def _open(gate: io.FileIO) -> None:
+    """Let the shell run the command. A shell already gone (killed from outside) is no error:
+    its exit is reported as any other."""
+    with contextlib.suppress(BrokenPipeError):
+        gate.write(_GO)
 
 
 async def _end_group(group: int, shell: _Command) -> None:

@@ -2,9 +2,10 @@
 
 ``run_command`` runs its shell in a process group of its own, and the shell dies with the host
 (``PR_SET_PDEATHSIG``). What the shell started does not: a ``kill -9`` of the host would leave a
-test server or a ``sleep 600`` running with no one to end it. So each running command's group is
+test server or a ``sleep 600`` running with no one to end it. So each command's group is
 recorded as a file in the session's host directory (``<host dir>/commands/<pgid>``, holding the
-leader's start time) and removed when the command ends; whoever finds a host dead — the next
+leader's start time) *before* the shell may run the command (the record is written while the
+shell waits at its gate) and removed when the command ends; whoever finds a host dead — the next
 host of the session when it starts, the daemon when it removes a dead host's files — calls
 :func:`reap`, which kills what is left of each recorded group.
 
@@ -21,6 +22,7 @@ only: a session host imports this.
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
 import signal
 from pathlib import Path
@@ -47,19 +49,26 @@ def _stat(pid: int) -> tuple[int, int, int] | None:
 
 
 def record(directory: Path | None, pgid: int) -> Path | None:
-    """Note a running command's group; the path to :func:`forget` when it ends (None: not kept,
-    e.g. no ``/proc`` or no directory)."""
-    if directory is None:
+    """Note a command's group before its leader may start anything (``run_command`` holds the
+    shell at a gate until this returns); the path to :func:`forget` when it ends.
+
+    None: nothing is to be kept — no directory, or no ``/proc`` to reap with. A record that is
+    wanted but fails raises instead of returning None, so the caller can refuse the command: a
+    silent None here once meant a command that nobody would reap after a host's ``kill -9``.
+    No fsync: the record must survive the host's death, not the machine's (which takes the
+    processes too).
+
+    Raises:
+        OSError: the record could not be written; ProcessLookupError: the leader is gone.
+    """
+    if directory is None or not (_PROC / "self" / "stat").exists():
         return None
     stat = _stat(pgid)
     if stat is None:
-        return None
-    try:
-        directory.mkdir(mode=0o700, parents=True, exist_ok=True)
-        path = directory / str(pgid)
-        path.write_text(str(stat[2]))
-    except OSError:
-        return None
+        raise ProcessLookupError(errno.ESRCH, f"no process {pgid} to record")
+    directory.mkdir(mode=0o700, parents=True, exist_ok=True)
+    path = directory / str(pgid)
+    path.write_text(str(stat[2]))
     return path
 
 
