@@ -49,7 +49,7 @@ import logging
 import random
 import time
 from collections import OrderedDict
-from collections.abc import Callable, Collection, Iterator, Sequence
+from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from types import TracebackType
 from typing import Any
@@ -61,6 +61,7 @@ from bridge.nostr.keys import Keypair
 from bridge.nostr.messages import MAX_MESSAGE_SIZE, MAX_SUBSCRIPTION_ID_LENGTH, message_prefix
 from bridge.nostr.relay import (
     ConnectionState,
+    Dial,
     PublishOutcome,
     PublishStatus,
     RelayConnection,
@@ -209,6 +210,8 @@ class RelayPool:
         max_trailing: most sends per relay still waiting for an ``OK`` after their publish
             returned (see the module docstring).
         clock: unix time in seconds.
+        dialers: for a url here, how to open its connection instead of a websocket (a relay in
+            this process: the daemon's embedded relay, see :mod:`bridge.relay.local`).
     """
 
     def __init__(
@@ -232,6 +235,7 @@ class RelayPool:
         seen_capacity: int = 10_000,
         max_trailing: int = 1_000,
         clock: Callable[[], float] = time.time,
+        dialers: Mapping[str, Dial] | None = None,
     ) -> None:
         if not urls:
             raise ValueError("a relay pool needs at least one relay url")
@@ -258,6 +262,7 @@ class RelayPool:
             "clock": clock,
         }
         self._clock = clock
+        self._dialers = dict(dialers or {})
         self._seen = _SeenIds(seen_capacity)
         self._subscriptions: dict[str, FiltersFactory] = {}
         self._state_changed = asyncio.Event()
@@ -559,6 +564,7 @@ class RelayPool:
             on_closed=lambda subscription_id, message: self._handle_closed(
                 link, connection, subscription_id, message
             ),
+            dial=self._dialers.get(link.url),
             **self._connection_options,
         )
         try:

@@ -51,9 +51,9 @@ import asyncio
 import enum
 import logging
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
-from typing import Any, assert_never
+from typing import Any, Protocol, assert_never
 
 from websockets.asyncio.client import ClientConnection, connect
 from websockets.exceptions import ConnectionClosed, ConnectionClosedOK, WebSocketException
@@ -89,6 +89,8 @@ from bridge.tasks import TaskSet
 
 __all__ = [
     "ConnectionState",
+    "Dial",
+    "FrameChannel",
     "PublishOutcome",
     "PublishStatus",
     "RelayConnection",
@@ -99,6 +101,29 @@ __all__ = [
 logger = logging.getLogger(__name__)
 
 _NOTICE_LOG_CHARS = 200
+
+
+class FrameChannel(Protocol):
+    """A connection carrying a relay's text frames other than a websocket (see ``dial``).
+
+    ``recv`` must be cancel-safe; ``send`` and ``recv`` raise ``websockets``'
+    ``ConnectionClosed`` once it ended, with ``close_code``/``close_reason`` saying why.
+    """
+
+    close_code: int | None
+    close_reason: str
+
+    async def send(self, text: str) -> None: ...
+
+    async def recv(self) -> str: ...
+
+    async def close(self) -> None: ...
+
+    def abort(self) -> None: ...
+
+
+Dial = Callable[[], Awaitable[FrameChannel]]
+"""Opens a :class:`FrameChannel` to the relay (OSError when it cannot)."""
 
 
 class RelayConnectionError(ConnectionError):
@@ -221,6 +246,9 @@ class RelayConnection:
             four times ``max_message_size``.
         eose_timeout: seconds a stored answer may take before it counts as refused.
         clock: unix time in seconds (for AUTH ``created_at`` and backlog windows).
+        dial: opens the connection instead of a websocket to `url`: a relay in this process
+            (:meth:`bridge.runtime.embedded_relay.EmbeddedRelay.dial`). The frames are the
+            same; the keepalive and ``hard_max_message_size`` are the socket's and do not apply.
     """
 
     def __init__(
@@ -240,6 +268,7 @@ class RelayConnection:
         hard_max_message_size: int | None = None,
         eose_timeout: float = 15.0,
         clock: Callable[[], float] = time.time,
+        dial: Dial | None = None,
     ) -> None:
         if hard_max_message_size is None:
             hard_max_message_size = 4 * max_message_size
@@ -257,6 +286,7 @@ class RelayConnection:
         self._close_timeout = close_timeout
         self._hard_max_message_size = hard_max_message_size
         self._clock = clock
+        self._dial = dial
         self._session = RelaySession(
             url,
             eose_timeout=eose_timeout,
@@ -264,7 +294,7 @@ class RelayConnection:
             max_message_size=max_message_size,
         )
         self._state = ConnectionState.CONNECTING
-        self._ws: ClientConnection | None = None
+        self._ws: ClientConnection | FrameChannel | None = None
         self._tasks = TaskSet(f"relay {url}", logger=logger)
         self._timer: asyncio.Timeout | None = None
         """The reader's wait for the next frame, bounded by the session's next deadline."""
@@ -304,16 +334,21 @@ class RelayConnection:
         if self._state is not ConnectionState.CONNECTING or self._ws is not None:
             raise RelayConnectionError(f"{self.url}: a connection object is single-use")
         logger.debug("= %s connecting", self.url)
+        ws: ClientConnection | FrameChannel
         try:
-            ws = await connect(
-                self.url,
-                open_timeout=self._connect_timeout,
-                ping_interval=self._ping_interval,
-                ping_timeout=self._ping_timeout,
-                close_timeout=self._close_timeout,
-                max_size=self._hard_max_message_size,
-                user_agent_header=None,
-            )
+            if self._dial is not None:
+                async with asyncio.timeout(self._connect_timeout):
+                    ws = await self._dial()
+            else:
+                ws = await connect(
+                    self.url,
+                    open_timeout=self._connect_timeout,
+                    ping_interval=self._ping_interval,
+                    ping_timeout=self._ping_timeout,
+                    close_timeout=self._close_timeout,
+                    max_size=self._hard_max_message_size,
+                    user_agent_header=None,
+                )
         except (OSError, TimeoutError, WebSocketException, ValueError) as exc:
             self._mark_closed(f"cannot connect: {_describe_close(exc)}")
             raise RelayConnectionError(f"{self.url}: {self.close_reason}") from exc
@@ -357,8 +392,10 @@ class RelayConnection:
             return
         ws = self._ws
         self._mark_closed(reason)
-        if ws is not None:
+        if isinstance(ws, ClientConnection):
             ws.transport.abort()
+        elif ws is not None:
+            ws.abort()
 
     async def wait_closed(self) -> None:
         """Return once the connection has ended, for whatever reason. Cancel-safe."""
@@ -548,7 +585,7 @@ class RelayConnection:
 
     # --- internals: receiving -------------------------------------------------------------------
 
-    async def _read_loop(self, ws: ClientConnection) -> None:
+    async def _read_loop(self, ws: ClientConnection | FrameChannel) -> None:
         """Feed the session every frame and every deadline, one input at a time.
 
         ``recv()`` is cancel-safe (``websockets``: no message is lost), so waiting for a frame
@@ -596,7 +633,7 @@ class RelayConnection:
         self._closed.set()
 
 
-def _close_text(ws: ClientConnection) -> str:
+def _close_text(ws: ClientConnection | FrameChannel) -> str:
     if ws.close_code is None:
         return "closed"
     reason = f" {ws.close_reason[:60]}" if ws.close_reason else ""

@@ -314,7 +314,9 @@ class WireModel(BaseModel):
     (the command envelope's ``v`` and ``caps``).
     """
 
-    model_config = ConfigDict(frozen=True, extra="ignore", hide_input_in_errors=True)
+    model_config = ConfigDict(
+        frozen=True, extra="ignore", hide_input_in_errors=True, defer_build=True
+    )
 
     __wire_trailing__: ClassVar[tuple[str, ...]] = ()
     __wire_plan__: ClassVar[WirePlan] = ()

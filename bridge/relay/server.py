@@ -31,17 +31,19 @@ import asyncio
 import contextlib
 import logging
 import re
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from http import HTTPStatus
 from typing import Any, assert_never
 
 import orjson
 from websockets.asyncio.server import Server, ServerConnection, serve
 from websockets.exceptions import ConnectionClosed
+from websockets.frames import Close, CloseCode
 from websockets.http11 import Request, Response
 
 from bridge.nostr.event import Event, is_expired, verify_event
 from bridge.relay.classes import StorageClass, storage_class
+from bridge.relay.local import LocalChannel, LocalLink
 from bridge.relay.nip11 import INFO_CONTENT_TYPE, RelayLimits, info_document
 from bridge.relay.session import (
     ClientSession,
@@ -70,6 +72,11 @@ PURGE_INTERVAL_SECONDS = 60.0
 DRAIN_MARK_BYTES = 1024 * 1024
 """A stored answer queues more only once the client's queue is below this."""
 
+LOCAL_IP = "127.0.0.1"
+"""The address an in-process client is served as (for the write policy): this machine's."""
+_GOING_AWAY = Close(CloseCode.GOING_AWAY, "relay stopped")
+_UNREAD = Close(CloseCode.POLICY_VIOLATION, "left too many bytes unread")
+
 _PREFIXED = re.compile(r"(?:duplicate|pow|blocked|rate-limited|invalid|restricted|mute|error): ")
 
 
@@ -81,14 +88,23 @@ class _Client:
         "drained",
         "dropped",
         "ip",
+        "link",
         "pending",
         "pending_bytes",
         "session",
         "wakeup",
     )
 
-    def __init__(self, connection: ServerConnection, ip: str, limits: RelayLimits) -> None:
+    def __init__(
+        self,
+        connection: ServerConnection | None,
+        ip: str,
+        limits: RelayLimits,
+        link: LocalLink | None = None,
+    ) -> None:
         self.connection = connection
+        """The websocket; None for an in-process client, whose frames travel by `link`."""
+        self.link = link
         self.ip = ip
         self.session = ClientSession(limits)
         self.pending: list[str] = []
@@ -112,6 +128,9 @@ class _Client:
         """
         if self.pending_bytes <= limit:
             return False
+        if self.link is not None:
+            return self.link.to_client.unread_bytes > 0
+        assert self.connection is not None
         transport = self.connection.transport
         return transport is not None and transport.get_write_buffer_size() > 0
 
@@ -154,8 +173,8 @@ class RelayServer:
         return len(self._clients)
 
     def connections(self) -> list[ServerConnection]:
-        """The open client connections (for diagnostics and tests)."""
-        return [client.connection for client in self._clients]
+        """The open websocket connections (for diagnostics and tests; in-process ones aside)."""
+        return [client.connection for client in self._clients if client.connection is not None]
 
     async def start(self) -> None:
         """Listen (``port`` 0 picks a free port, read back into :attr:`port`). Raises OSError."""
@@ -204,19 +223,38 @@ class RelayServer:
 
     # --- connections ----------------------------------------------------------------------------
 
+    async def accept_local(self, client_loop: asyncio.AbstractEventLoop) -> LocalChannel:
+        """A client in this process, reading on `client_loop`: its end of a
+        :class:`~bridge.relay.local.LocalLink`. Call on the relay's loop.
+
+        The client is served like a websocket's, frame by frame through its own
+        :class:`~bridge.relay.session.ClientSession`, as from ``127.0.0.1`` for the write policy;
+        closing the relay closes the link ("going away"), and the client reconnects as after a
+        socket closed.
+        """
+        link = LocalLink(asyncio.get_running_loop(), client_loop)
+        client = _Client(None, LOCAL_IP, self.limits, link)
+        self._tasks.spawn(self._serve_client(client, link.to_relay.get), "relay local client")
+        return link.channel
+
     async def _serve(self, connection: ServerConnection) -> None:
         address = connection.remote_address
         ip = str(address[0]) if address else ""
-        client = _Client(connection, ip, self.limits)
+        await self._serve_client(_Client(connection, ip, self.limits), connection.recv)
+
+    async def _serve_client(
+        self, client: _Client, receive: Callable[[], Awaitable[str | bytes]]
+    ) -> None:
+        """Read `client`'s frames until its connection ends; a writer task sends its frames."""
         self._clients.add(client)
-        writer = self._tasks.spawn(self._write(client), f"relay writer {ip}")
-        logger.debug("= relay client %s connected (%d now)", ip, len(self._clients))
+        writer = self._tasks.spawn(self._write(client), f"relay writer {client.ip}")
+        logger.debug("= relay client %s connected (%d now)", client.ip, len(self._clients))
         try:
-            async for data in connection:
-                await self._receive(client, data)
+            while True:
+                await self._receive(client, await receive())
                 if self._congested:
                     # Frames waiting for other clients: let their writers run before the next
-                    # frame (iterating a connection with frames ready does not yield).
+                    # frame (a connection with frames ready does not yield).
                     self._congested = False
                     await asyncio.sleep(0)
         except ConnectionClosed:
@@ -224,14 +262,20 @@ class RelayServer:
         finally:
             self._clients.discard(client)
             client.dropped = True
+            if client.link is not None:
+                client.link.close(_GOING_AWAY)
             if writer is not None:
                 writer.cancel()
                 with contextlib.suppress(asyncio.CancelledError):
                     await writer
-            logger.debug("= relay client %s gone (%d now)", ip, len(self._clients))
+            logger.debug("= relay client %s gone (%d now)", client.ip, len(self._clients))
 
     async def _write(self, client: _Client) -> None:
+        if client.link is not None:
+            await self._write_local(client, client.link)
+            return
         connection = client.connection
+        assert connection is not None
         try:
             while True:
                 await client.wakeup.wait()
@@ -245,6 +289,23 @@ class RelayServer:
                             client.drained.set()
         except ConnectionClosed:
             pass
+        finally:
+            client.drained.set()  # nobody waits for a queue that will never drain
+
+    async def _write_local(self, client: _Client, link: LocalLink) -> None:
+        """Hand an in-process client its frames a batch at a time, while it keeps up."""
+        pipe = link.to_client
+        try:
+            while True:
+                await client.wakeup.wait()
+                client.wakeup.clear()
+                while client.pending:
+                    await pipe.room(DRAIN_MARK_BYTES)
+                    frames, client.pending = client.pending, []
+                    client.pending_bytes -= sum(len(frame) for frame in frames)
+                    if not pipe.put(frames):
+                        return
+                    client.drained.set()
         finally:
             client.drained.set()  # nobody waits for a queue that will never drain
 
@@ -290,6 +351,10 @@ class RelayServer:
         client.pending_bytes = 0
         client.drained.set()
         self.stats["dropped_clients"] += 1
+        if client.link is not None:
+            client.link.close(_UNREAD)
+            return
+        assert client.connection is not None
         transport = client.connection.transport
         if transport is not None:
             transport.abort()

@@ -245,7 +245,12 @@ class Daemon:
                     loop.feed(command)
 
         pool = RelayPool(
-            urls, self.keypair, on_event=on_relay_event, on_open=self.outbound.on_relay_open
+            urls,
+            self.keypair,
+            on_event=on_relay_event,
+            on_open=self.outbound.on_relay_open,
+            # The embedded relay is reached in process (bridge.relay.local), not by a socket.
+            dialers={self.embedded.local_url: self.embedded.dial} if self.embedded else None,
         )
         control = DaemonControl(
             engine=engine,

@@ -14,6 +14,9 @@ release the GIL, so on a machine with two cores the two overlap. The policy is c
 relay's thread; what it reads of the daemon (the paired phones, the pairing window) are single
 dictionary and attribute reads.
 
+Phones dial it by websocket; the daemon's own connection is in process (:meth:`EmbeddedRelay.dial`,
+:mod:`bridge.relay.local`): the same frames, without a socket between two threads of one process.
+
 rust-nostr's LocalRelay served this role first; it had four defects measured against this
 daemon (Nagle's delay, hang-ups past ~6,000 events a minute, incomplete stored answers, paired
 phones blocked after a burst) — see ``docs/BENCHMARKS.md`` and ARCHITECTURE §7.
@@ -36,6 +39,7 @@ from pathlib import Path
 
 from bridge import __version__
 from bridge.engine.core import Engine
+from bridge.relay.local import LocalChannel
 from bridge.relay.server import Admit, RelayServer
 from bridge.relay.storage import EventStore
 from relaypolicy.config import DEFAULT_CONFIG
@@ -218,6 +222,30 @@ class EmbeddedRelay:
             store.close()
             loop.close()
 
+    async def dial(self) -> LocalChannel:
+        """A connection to this relay from the daemon's own loop, in process (no socket).
+
+        What the daemon's relay pool uses instead of dialing :attr:`local_url` (see
+        :mod:`bridge.relay.local` for why). Raises :class:`ConnectionRefusedError` when the
+        relay is not running, as a socket's connect would.
+        """
+        loop, server = self._loop, self._server
+        if loop is None or server is None or loop.is_closed():
+            raise ConnectionRefusedError(f"the embedded relay on port {self.port} is not running")
+        try:
+            accepted = asyncio.run_coroutine_threadsafe(
+                server.accept_local(asyncio.get_running_loop()), loop
+            )
+        except RuntimeError as exc:  # its loop closed meanwhile
+            raise ConnectionRefusedError(f"the embedded relay is stopping: {exc}") from None
+        answer = asyncio.wrap_future(accepted)
+        try:
+            # Shielded: cancelling the wait must not cancel an accept the relay may have made.
+            return await asyncio.shield(answer)
+        except asyncio.CancelledError:
+            answer.add_done_callback(_abort_unclaimed)  # nobody will read that link: close it
+            raise
+
     async def stop(self) -> None:
         """Close the listener and drop every connection (idempotent)."""
         loop, thread, self._server = self._loop, self._thread, None
@@ -231,6 +259,11 @@ class EmbeddedRelay:
             logger.warning("! embedded relay on port %d did not stop in time", self.port)
         else:
             logger.info("embedded relay stopped")
+
+
+def _abort_unclaimed(answer: asyncio.Future[LocalChannel]) -> None:
+    if not answer.cancelled() and answer.exception() is None:
+        answer.result().abort()
 
 
 # --- the daemon's registry, as the relay policy asks it ----------------------------------------
