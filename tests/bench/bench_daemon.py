@@ -16,7 +16,8 @@ then, on the test relay only, 7: the daemon's memory, idle and with 20 sessions 
 (:mod:`tests.bench.daemon_load`). :mod:`tests.bench.daemon_report` turns the results into rows
 and notes. Aims (issue 15): ack p50 ≤ 2x the echo bot's; live output ≥ 0.8x the relay alone; to
 three phones each ≥ 0.8x one phone, zero loss; catch-up ≤ 2 s from the process start to the last
-ack, each command once; full sync of 50,000 ≤ 2 s; idle RSS ≤ 80 MiB.
+ack, each command once; full sync of 50,000 ≤ 2 s (to every entry at the phone); idle RSS ≤ 80
+MiB.
 
 A run where the daemon loses or repeats work fails, with what went wrong (the numbers it did
 measure go to stderr), instead of printing numbers. The module takes about 7 minutes on a

@@ -20,8 +20,12 @@ starts it), one after the other (why in this order: below):
    stop, comes back as soon as the daemon is ready and publishes them, 50 at a time.
 3. **full sync**: the daemon is restarted, and while it is down a session is given 50,000
    transcript lines in the store (the output turn's lines, repeated: the live path is what case 1
-   times); then a second phone is paired, and the time from its ``sync-request`` to a complete
-   transcript is taken, then compared seq for seq with the store.
+   times); then a second phone is paired, and the time from its ``sync-request`` to the last
+   entry at the phone (the transcript complete there: what its user waits for) is taken, then
+   the transcript is compared seq for seq with the store. The time to ``sync-end`` is reported
+   too: it ends after the phone's acks, one per chunk, which the simulator sends one at a time,
+   each after the relay's OK and behind its own decoding of the chunks (measured inside the
+   daemon: its 1,000 chunks were through the embedded relay about 1 s after the request).
 4. **ack latency**: ``input`` → ``input-ack``, one input at a time (the next one is sent once the
    previous turn ended, so every sample meets a quiet daemon), interleaved sample by sample with
    two baselines, so all three see the same machine at the same moments: the echo bot
