@@ -231,10 +231,16 @@ class RelayServer:
         :class:`~bridge.relay.session.ClientSession`, as from ``127.0.0.1`` for the write policy;
         closing the relay closes the link ("going away"), and the client reconnects as after a
         socket closed.
+
+        Raises:
+            ConnectionRefusedError: the relay is closing.
         """
         link = LocalLink(asyncio.get_running_loop(), client_loop)
         client = _Client(None, LOCAL_IP, self.limits, link)
-        self._tasks.spawn(self._serve_client(client, link.to_relay.get), "relay local client")
+        serving = self._tasks.spawn(self._serve_client(client, link.to_relay.get), "relay local")
+        if serving is None:  # the relay is closing: nobody would ever read this link
+            link.close(_GOING_AWAY)
+            raise ConnectionRefusedError("the relay is stopping")
         return link.channel
 
     async def _serve(self, connection: ServerConnection) -> None:

@@ -277,3 +277,12 @@ async def test_a_dial_given_up_leaves_no_client_behind(relay: EmbeddedRelay) -> 
     async with asyncio.timeout(5):
         while relay.server.client_count:
             await asyncio.sleep(0.01)
+
+
+async def test_a_closed_relay_refuses_an_in_process_client() -> None:
+    server = RelayServer("127.0.0.1", 0, store=EventStore(None), admit=None, clock=time.time)
+    await server.start()
+    await server.close()
+    with pytest.raises(ConnectionRefusedError, match="stopping"):
+        await server.accept_local(asyncio.get_running_loop())
+    assert server.client_count == 0
