@@ -18,6 +18,7 @@ import pytest
 
 from bridge.agents.workspace_tools import ToolResult, WorkspaceTools, leftovers
 from bridge.agents.workspace_tools import command as command_module
+from tests.support.processes import gone
 
 pytestmark = pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="needs /proc")
 
@@ -25,24 +26,6 @@ HOLD = 1.0
 """Seconds the window is held open: ample for an ungated shell to write a file."""
 ENV = {"PATH": os.environ.get("PATH", "/usr/bin:/bin")}
 BACKGROUND = "sleep 30 & echo $! > bg.pid; wait"
-
-
-def alive(pid: int) -> bool:
-    """Running (a zombie waiting for its reaper counts as dead)."""
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except FileNotFoundError:
-        return False
-    return stat.rsplit(")", 1)[1].split()[0] != "Z"
-
-
-async def gone(pid: int, within: float = 5.0) -> bool:
-    deadline = time.monotonic() + within
-    while alive(pid):
-        if time.monotonic() > deadline:
-            return False
-        await asyncio.sleep(0.02)
-    return True
 
 
 def appears(path: Path, within: float) -> bool:

@@ -29,6 +29,7 @@ from bridge.agents.workspace_tools import (
     WorkspaceTools,
 )
 from bridge.agents.workspace_tools import command as command_module
+from tests.support.processes import gone
 
 RG = shutil.which("rg") or shutil.which("rg", path=str(Path(sys.executable).parent))
 needs_rg = pytest.mark.skipif(RG is None, reason="ripgrep (rg) is not installed")
@@ -330,24 +331,6 @@ async def test_without_ripgrep_the_error_says_ripgrep_missing(
 
 
 # -- run_command ---------------------------------------------------------------------------------
-
-
-def alive(pid: int) -> bool:
-    """Running (a zombie waiting for its reaper counts as dead)."""
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except FileNotFoundError:
-        return False
-    return stat.rsplit(")", 1)[1].split()[0] != "Z"
-
-
-async def gone(pid: int, within: float = 5.0) -> bool:
-    deadline = time.monotonic() + within
-    while alive(pid):
-        if time.monotonic() > deadline:
-            return False
-        await asyncio.sleep(0.02)
-    return True
 
 
 async def test_run_command_in_the_root_with_exit_code_and_combined_output(root: Path) -> None:

@@ -23,6 +23,7 @@ from bridge.host.driver import PermissionAnswer, ToolVerdict
 from bridge.host.events import Ready
 from tests.host.fakes import WAIT, FakeServices
 from tests.support.mock_anthropic import MockAnthropic
+from tests.support.processes import alive
 
 from .conftest import Harness, make_spec, start
 
@@ -189,14 +190,6 @@ async def test_run_command_runs_in_the_workspace(
     [block] = tool_results(mock_api, harness.driver.status().sdk_session_id)
     assert result_text(block) == "exit code 0\nran\n"
     assert (harness.cwd / "out.txt").read_text() == "ran\n"
-
-
-def alive(pid: int) -> bool:
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except FileNotFoundError:
-        return False
-    return stat.rsplit(")", 1)[1].split()[0] != "Z"
 
 
 async def test_an_interrupt_kills_a_running_command_and_the_tools_go_on(

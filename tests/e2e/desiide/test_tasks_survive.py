@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
 import time
 from pathlib import Path
 from typing import Any
@@ -23,6 +22,7 @@ from tests.e2e.desiide.conftest import call
 from tests.integration.conftest import pair_phone
 from tests.support.daemon import DaemonProcess
 from tests.support.desiide_client import DesiideClient
+from tests.support.processes import alive
 from tests.support.relay import LoopbackRelay
 
 pytestmark = pytest.mark.e2e
@@ -126,19 +126,3 @@ async def test_a_command_left_running_by_a_killed_host_is_reaped(
     while alive(sleeper):
         assert time.monotonic() < deadline, "the command outlived its host and the restart"
         await asyncio.sleep(0.1)
-
-
-def alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    return Path(f"/proc/{pid}/stat").exists() and "zombie" not in _state(pid)
-
-
-def _state(pid: int) -> str:
-    try:
-        text = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
-        return "zombie"
-    return "zombie" if text[text.rfind(")") + 2] == "Z" else "running"

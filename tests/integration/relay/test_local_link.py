@@ -13,9 +13,7 @@ from __future__ import annotations
 import asyncio
 import random
 import time
-from collections.abc import AsyncIterator
 from pathlib import Path
-from typing import Any
 
 import orjson
 import pytest
@@ -24,7 +22,6 @@ from websockets.exceptions import ConnectionClosedError
 
 from bridge.nostr.event import VerifiedEvent, sign_event
 from bridge.nostr.filters import Filter
-from bridge.nostr.keys import Keypair
 from bridge.nostr.pool import RelayPool
 from bridge.nostr.relay import (
     PublishStatus,
@@ -36,40 +33,11 @@ from bridge.relay.nip11 import RelayLimits
 from bridge.relay.server import RelayServer
 from bridge.relay.storage import EventStore
 from bridge.runtime.embedded_relay import EmbeddedRelay
+from tests.integration.relay.conftest import BRIDGE, PHONE, Policy
 
 pytestmark = pytest.mark.timeout(120)
 
 DROPS = 15
-BRIDGE = Keypair.from_secret("61" * 32)
-PHONE = Keypair.from_secret("62" * 32)
-
-
-class Policy:
-    """BRIDGE and PHONE write; records the address each writer was served as."""
-
-    def __init__(self) -> None:
-        self.addresses: dict[str, set[str]] = {}
-
-    def __call__(self, event: dict[str, Any], ip: str) -> tuple[bool, str]:
-        self.addresses.setdefault(event["pubkey"], set()).add(ip)
-        if event["pubkey"] in (BRIDGE.public_hex, PHONE.public_hex):
-            return True, ""
-        return False, "restricted: not a registered writer"
-
-
-@pytest.fixture
-def policy() -> Policy:
-    return Policy()
-
-
-@pytest.fixture
-async def relay(tmp_path: Path, policy: Policy) -> AsyncIterator[EmbeddedRelay]:
-    running = EmbeddedRelay("127.0.0.1", 0, admit=policy, database_dir=tmp_path / "relay")
-    await running.start()
-    try:
-        yield running
-    finally:
-        await running.stop()
 
 
 def command(text: str, created_at: int | None = None) -> VerifiedEvent:
@@ -217,14 +185,12 @@ async def test_dropping_the_link_mid_stream_loses_nothing(relay: EmbeddedRelay) 
     )
     await pool.start()
     rng = random.Random(7)
-    answered: set[str] = set()
 
     async def answer(event: VerifiedEvent) -> None:
         while (await pool.publish(reply(f"re {event.content}"), wait_all=True)).outcomes[
             0
         ].status is not PublishStatus.ACCEPTED:
             await asyncio.sleep(0.05)
-        answered.add(event.content)
 
     async def chaos() -> None:
         # Each drop makes the bridge fetch the whole stored backlog again, which takes longer
@@ -236,22 +202,22 @@ async def test_dropping_the_link_mid_stream_loses_nothing(relay: EmbeddedRelay) 
     try:
         async with connect(relay.local_url) as phone:
             await phone.send(orjson.dumps(["REQ", "r", {"kinds": [4516]}]).decode())
-            dropping = asyncio.ensure_future(chaos())
-            answering: list[asyncio.Task[None]] = []
-            handed = 0
-            base = int(time.time()) - 400  # a second each: the backlog cannot split a second
-            for n in range(300):
-                sent = command(f"c{n}", base + n)
-                await phone.send(orjson.dumps(["EVENT", sent.to_dict()]).decode())
-                await asyncio.sleep(0.002)
+            # The group owns the drops and the answers: none outlives the test, whatever fails.
+            async with asyncio.timeout(90), asyncio.TaskGroup() as tasks:
+                dropping = tasks.create_task(chaos())
+                handed = 0
+                base = int(time.time()) - 400  # a second each: the backlog cannot split a second
+                for n in range(300):
+                    sent = command(f"c{n}", base + n)
+                    await phone.send(orjson.dumps(["EVENT", sent.to_dict()]).decode())
+                    await asyncio.sleep(0.002)
+                    for event in got.events[handed:]:
+                        tasks.create_task(answer(event))
+                    handed = len(got.events)
+                await dropping
+                await got.wait_count(300)
                 for event in got.events[handed:]:
-                    answering.append(asyncio.ensure_future(answer(event)))
-                handed = len(got.events)
-            await asyncio.wait_for(dropping, 30)
-            await got.wait_count(300)
-            for event in got.events[handed:]:
-                answering.append(asyncio.ensure_future(answer(event)))
-            await asyncio.wait_for(asyncio.gather(*answering), 60)
+                    tasks.create_task(answer(event))
             replies: set[str] = set()
             async with asyncio.timeout(30):
                 while len(replies) < 300:

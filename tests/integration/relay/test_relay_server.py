@@ -10,12 +10,10 @@ from __future__ import annotations
 import asyncio
 import socket
 import urllib.request
-from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
 import orjson
-import pytest
 from websockets.asyncio.client import ClientConnection, connect
 
 from bridge.nostr.event import VerifiedEvent, expiration_tag, sign_event
@@ -24,10 +22,7 @@ from bridge.relay.nip11 import RelayLimits
 from bridge.relay.server import RelayServer
 from bridge.relay.storage import EventStore
 from bridge.runtime.embedded_relay import EmbeddedRelay
-
-BRIDGE = Keypair.from_secret("51" * 32)
-PHONE = Keypair.from_secret("52" * 32)
-STRANGER = Keypair.from_secret("53" * 32)
+from tests.integration.relay.conftest import BRIDGE, PHONE, STRANGER, Policy
 
 
 def now() -> int:
@@ -39,37 +34,6 @@ def now() -> int:
 def reply(author: Keypair, text: str, *, kind: int = 4516, at: int | None = None) -> VerifiedEvent:
     tags = [["p", PHONE.public_hex], list(expiration_tag(now() + 3600))]
     return sign_event(author, kind, text, tags, created_at=now() if at is None else at)
-
-
-class Policy:
-    """Only BRIDGE and PHONE write; counts the questions it is asked."""
-
-    def __init__(self) -> None:
-        self.asked = 0
-
-    def __call__(self, event: dict[str, Any], ip: str) -> tuple[bool, str]:
-        self.asked += 1
-        assert ip == "127.0.0.1"
-        if event["content"] == "explode":
-            raise RuntimeError("a policy bug")
-        if event["pubkey"] in (BRIDGE.public_hex, PHONE.public_hex):
-            return True, ""
-        return False, "restricted: not a registered writer"
-
-
-@pytest.fixture
-def policy() -> Policy:
-    return Policy()
-
-
-@pytest.fixture
-async def relay(tmp_path: Path, policy: Policy) -> AsyncIterator[EmbeddedRelay]:
-    running = EmbeddedRelay("127.0.0.1", 0, admit=policy, database_dir=tmp_path / "relay")
-    await running.start()
-    try:
-        yield running
-    finally:
-        await running.stop()
 
 
 async def send(ws: ClientConnection, *parts: object) -> None:
