@@ -24,6 +24,7 @@ from typing import Any
 import pytest
 from hypothesis import settings
 
+from tests.support import daemon as daemon_support
 from tests.support.relay import LoopbackRelay
 
 settings.register_profile("fixed", derandomize=True)
@@ -31,6 +32,7 @@ settings.register_profile("explore", derandomize=False)
 settings.load_profile("explore" if os.environ.get("HYPOTHESIS_EXPLORE") else "fixed")
 
 RelayFactory = Callable[..., Awaitable[LoopbackRelay]]
+DAEMON_LOG_LINES = 80
 
 TESTS = Path(__file__).resolve().parent
 TIERS = {"integration": pytest.mark.integration, "e2e": pytest.mark.e2e}
@@ -57,6 +59,26 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             "tests outside tests/integration/ and tests/e2e/ that need a real relay or carry "
             "a tier mark; move them into the tier's directory:\n  " + "\n  ".join(misplaced)
         )
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Any:
+    """A failed test's report ends with the last lines of each daemon it started.
+
+    A failure in CI is seen once, on a machine that is gone: what the daemon logged (a relay that
+    dropped, a host that stalled) is the only trace of why a wait timed out.
+    """
+    outcome = yield
+    report: pytest.TestReport = outcome.get_result()
+    if report.failed:
+        for started in daemon_support.started():
+            title = f"daemon log {started.home} (last {DAEMON_LOG_LINES} lines)"
+            report.sections.append((title, started.log_tail(DAEMON_LOG_LINES)))
+
+
+def pytest_runtest_logfinish(nodeid: str, location: tuple[str, int | None, str]) -> None:
+    """Forget the daemons the finished test started."""
+    daemon_support.forget_started()
 
 
 @pytest.fixture

@@ -73,7 +73,7 @@ class HostSide(Protocol):
 
     def parked(self) -> tuple[list[PermissionAsked], list[ToolCheck]]: ...
 
-    async def journal_grew(self) -> None: ...
+    async def journal_beyond(self, seq: int) -> None: ...
 
     def on_message(self, message: DaemonMessage, link: DaemonConnection) -> None: ...
 
@@ -187,7 +187,7 @@ class DaemonConnection:
                     self._write(PermissionPending(request))
                 self._write(Synced(self._sent))
             await self._writer.drain()
-            await race(host.journal_grew(), self._queued.wait())
+            await race(host.journal_beyond(self._sent), self._queued.wait())
             self._queued.clear()
 
     def _flush_queue(self) -> None:

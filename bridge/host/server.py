@@ -456,10 +456,18 @@ class SessionHost:
         checks = [check for check, future in self._checks.values() if not future.done()]
         return asks, checks
 
-    async def journal_grew(self) -> None:
-        """Wait until something new was journaled."""
-        self._grew.clear()
-        await self._grew.wait()
+    async def journal_beyond(self, seq: int) -> None:
+        """Wait until the journal holds a record after `seq` (return at once if it does).
+
+        The condition is checked when this coroutine first runs, not only when the journal next
+        grows. Its caller starts it as a task (``race``): a batch flushed between that task's
+        creation and its first step set the event before this could clear it, and the sender
+        then slept with those records unsent until the agent emitted something else — a turn's
+        whole output held back (seen as a scripted echo stalled until the test gave up).
+        """
+        while self._journal.last_seq <= seq:
+            self._grew.clear()
+            await self._grew.wait()
 
     @property
     def journal_floor(self) -> int:

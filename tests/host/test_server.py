@@ -30,6 +30,7 @@ from bridge.host.driver import (
 from bridge.host.events import (
     Entry,
     Exited,
+    InputTaken,
     InterruptedInput,
     PermissionAsked,
     Ready,
@@ -218,6 +219,45 @@ async def test_a_daemon_gets_the_replay_then_live_records_in_order(rig: Rig) -> 
     again = await rig.connect(after=2)  # a daemon that committed up to 2
     assert contents(await stream(again, 2)) == ["two", "three"]
     await again.close()
+
+
+async def test_a_record_journaled_before_the_senders_wait_first_runs_still_wakes_it(
+    rig: Rig,
+) -> None:
+    # The sender starts its wait as a task (``race``); a batch flushed between that task's
+    # creation and its first step must count, or those records sit unsent until the next emit.
+    last = rig.host.welcome().next_seq - 1
+    waiting = asyncio.ensure_future(rig.host.journal_beyond(last))
+    rig.driver.say("flushed before the wait's first step")
+    rig.host.flush()
+    async with asyncio.timeout(WAIT):
+        await waiting
+    assert await asyncio.wait_for(rig.host.journal_beyond(last - 1), WAIT) is None  # at once
+
+
+async def test_an_agent_that_answers_each_input_at_once_has_every_answer_delivered(
+    rig: Rig,
+) -> None:
+    # As the scripted agent does: the input wakes the agent's task, which answers in its next
+    # step, and is journaled as taken in the step that read the daemon's message. Each input
+    # arrives a varying number of loop steps after the agent said something on its own, so
+    # that it lands at every point of the host's sender cycle.
+    def answering(uid: str, text: str) -> None:
+        rig.driver.inputs.append((uid, text))
+        asyncio.get_running_loop().call_soon(rig.driver.say, f"echo: {text}")
+        rig.driver.services.emit(InputTaken(uid))
+
+    rig.driver.send_input = answering  # type: ignore[method-assign]
+    link = await rig.connect()
+    await stream(link, 1)  # ready
+    for n in range(300):
+        rig.driver.say(f"busy {n}")
+        for _ in range(n % 30):
+            await asyncio.sleep(0)
+        link.send(SendInput(f"u-{n}", f"in {n}"))
+        items = await stream(link, 3)
+        assert sorted(contents(items)) == [f"busy {n}", f"echo: in {n}"]
+    await link.close()
 
 
 async def test_a_replay_starts_after_the_daemons_cursor(rig: Rig) -> None:

@@ -27,10 +27,24 @@ from bridge.control.client import ControlClient
 from bridge.host.layout import HostPaths, host_alive, list_host_dirs, read_info
 from bridge.nostr.keys import Keypair
 
-__all__ = ["DaemonProcess", "home_with_agents", "kill_hosts_under"]
+__all__ = ["DaemonProcess", "forget_started", "home_with_agents", "kill_hosts_under", "started"]
 
 REPO = Path(__file__).resolve().parents[2]
 READY_MARK = " serving "
+
+_STARTED: list[DaemonProcess] = []
+"""The daemons started since the current test began: ``tests/conftest.py`` prints the end of
+their logs when the test fails (a CI failure then says what the daemon saw), then forgets them."""
+
+
+def started() -> list[DaemonProcess]:
+    """The daemons started since :func:`forget_started` was last called."""
+    return list(_STARTED)
+
+
+def forget_started() -> None:
+    """Called after each test."""
+    _STARTED.clear()
 
 
 class DaemonProcess:
@@ -71,6 +85,10 @@ class DaemonProcess:
             records.append(record if isinstance(record, dict) else {"raw": line})
         return records
 
+    def log_tail(self, lines: int) -> str:
+        """The last `lines` lines of the daemon's log."""
+        return "\n".join(self.log_text.splitlines()[-lines:])
+
     def log_size(self) -> int:
         """Bytes in the daemon's log so far (an offset for :meth:`log_since`)."""
         return self._log_path.stat().st_size if self._log_path.exists() else 0
@@ -99,6 +117,8 @@ class DaemonProcess:
         env.pop("NOTIFY_SOCKET", None)
         log = self._log_path.open("a")
         offset = self._log_path.stat().st_size
+        if self not in _STARTED:
+            _STARTED.append(self)
         self.proc = subprocess.Popen(
             self.command(), stderr=log, stdout=subprocess.DEVNULL, env=env, cwd=REPO, text=True
         )
