@@ -17,6 +17,13 @@ One trip. The whole transaction is built first (the statements are plain values)
 trip to the store's connection thread (``BridgeDatabase.write``): the trips, not SQLite, were the
 cost (one per statement before, five for a transcript line).
 
+Overwritten writes are left out (:func:`live_ops`). Each record of a session host moves the
+session's ``agent_seq`` and most also save its whole record, so a group of a busy session's
+records rewrote the same row a dozen times (measured: about nine session writes per command in a
+restart catch-up, half the transaction's statements). Only the last write of a row stands when the
+transaction ends and no statement reads the row before that, so the earlier ones are dropped; the
+transaction leaves exactly the rows it left before.
+
 The mapping from operation to statements is a ``match`` over the closed :data:`StoreOp` union
 ending in ``assert_never``: an operation added to the engine and forgotten here is a type error,
 never a write skipped silently inside a transaction that still commits.
@@ -71,7 +78,14 @@ from store import device_config as device_config_store
 from store import host_answers
 from store.db import BridgeDatabase, Statement
 
-__all__ = ["CommitFailed", "Committer", "PreparedCommit", "op_statements"]
+__all__ = [
+    "CommitFailed",
+    "Committer",
+    "PreparedCommit",
+    "group_statements",
+    "live_ops",
+    "op_statements",
+]
 
 
 class CommitFailed(Exception):
@@ -158,14 +172,62 @@ def op_statements(op: StoreOp, now: int) -> list[Statement]:
             assert_never(op)
 
 
+def live_ops(ops: Sequence[StoreOp]) -> list[bool]:
+    """For each of `ops` (in transaction order): False when a later one overwrites all it writes.
+
+    - ``SaveSession`` replaces the session's row; ``DeleteSession`` removes it. Either makes an
+      earlier ``SaveSession`` or ``SaveAgentCursor`` of that session moot.
+    - ``SaveAgentCursor`` sets the row's ``agent_seq``; a later one makes an earlier one moot.
+
+    Nothing else in a transaction reads the sessions table (no foreign key, no trigger, no
+    statement selecting from it), so dropping the moot ones leaves the same rows at the end.
+    """
+    replaced: set[str] = set()  # a later op replaces or deletes the row
+    cursor_set: set[str] = set()  # a later op sets agent_seq
+    live = [True] * len(ops)
+    for index in range(len(ops) - 1, -1, -1):
+        op = ops[index]
+        if isinstance(op, SaveSession):
+            session_id = op.record.session_id
+            live[index] = session_id not in replaced
+            replaced.add(session_id)
+        elif isinstance(op, DeleteSession):
+            replaced.add(op.session_id)
+        elif isinstance(op, SaveAgentCursor):
+            session_id = op.session_id
+            live[index] = session_id not in replaced and session_id not in cursor_set
+            cursor_set.add(session_id)
+    return live
+
+
+def group_statements(prepared: Sequence[PreparedCommit]) -> list[Statement]:
+    """The one transaction of a group of commits: each commit's live operations, in order, then
+    its outbox rows (see :func:`live_ops`)."""
+    live = iter(live_ops([op for item in prepared for op in item.commit.ops]))
+    statements: list[Statement] = []
+    for item in prepared:
+        for op in item.commit.ops:
+            if next(live):
+                statements.extend(op_statements(op, item.now))
+        statements.extend(item.outbox)
+    return statements
+
+
 @dataclass(frozen=True, slots=True)
 class PreparedCommit:
-    """A commit turned into its statements and sealed replies: CPU work done, nothing written."""
+    """A commit with its replies sealed and their outbox rows built: nothing written yet.
+
+    The statements of its operations are built by :meth:`Committer.start`, for the whole group
+    at once, so that writes a later commit of the group overwrites are left out.
+    """
 
     commit: Commit
-    statements: tuple[Statement, ...]
     sealed: tuple[SealedEvent, ...]
-    """The durable replies, signed; their outbox rows are among :attr:`statements`."""
+    """The durable replies, signed."""
+    outbox: tuple[Statement, ...]
+    """The outbox rows of :attr:`sealed`."""
+    now: int
+    """Unix seconds when it was prepared (the queued time of its inbox and outbox rows)."""
 
 
 class Committer:
@@ -205,7 +267,7 @@ class Committer:
         self.release(prepared)
 
     def prepare(self, commit: Commit) -> PreparedCommit:
-        """Seal the durable replies and build the statements; CPU only, nothing is written.
+        """Seal the durable replies and build their outbox rows; CPU only, nothing is written.
 
         Sealing needs no transaction; a failure here is a bug, and it leaves the store
         untouched. The engine loop prepares each commit of a group where the commit stands in
@@ -213,9 +275,8 @@ class Committer:
         """
         sealed = [s for p in commit.outbox for s in self._outbound.seal(p, durable=True)]
         now = int(self._clock())
-        statements = [st for op in commit.ops for st in op_statements(op, now)]
-        statements.extend(self._outbound.outbox_statements(sealed, now))
-        return PreparedCommit(commit, tuple(statements), tuple(sealed))
+        outbox = self._outbound.outbox_statements(sealed, now)
+        return PreparedCommit(commit, tuple(sealed), tuple(outbox), now)
 
     async def write(self, prepared: Sequence[PreparedCommit]) -> None:
         """Make every prepared commit durable, in order, in ONE transaction (one trip).
@@ -233,8 +294,7 @@ class Committer:
 
         For the engine loop, which seals the group's publishes while the transaction runs.
         """
-        statements = [st for item in prepared for st in item.statements]
-        return self._db.start_write(statements)
+        return self._db.start_write(group_statements(prepared))
 
     async def finish(self, prepared: Sequence[PreparedCommit], writing: Awaitable[None]) -> None:
         """Wait for a :meth:`start` ed write.

@@ -6,9 +6,12 @@ Real database, real sealing; the fake pool shows what reached the relays and whe
 from __future__ import annotations
 
 import dataclasses
+import itertools
 import json
+import random
 from collections.abc import Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, get_args
 
 import pytest
@@ -44,8 +47,8 @@ from bridge.logs import REDACTED, redact
 from bridge.nostr.event import Event
 from bridge.protocol import InputAckMessage, OutputEntry
 from bridge.runtime.boot import load_engine_state
-from bridge.runtime.commit import CommitFailed, Committer
-from store.db import BridgeDatabase
+from bridge.runtime.commit import CommitFailed, Committer, live_ops
+from store.db import BridgeDatabase, open_bridge_db
 from tests.runtime.support import (
     NOW,
     PHONE,
@@ -439,3 +442,89 @@ async def test_an_empty_commit_is_a_commit(db: BridgeDatabase) -> None:
     commits = committer(db)
     await commits.commit(Commit(()))
     assert commits.commits == 1
+
+
+# --- overwritten writes are left out ------------------------------------------------------------
+
+SESSION_TABLES = (
+    "SELECT session_id, agent, record FROM sessions ORDER BY session_id",
+    "SELECT session_id, seq, entry FROM transcripts ORDER BY session_id, seq",
+)
+
+
+def test_a_busy_sessions_rewrites_of_its_row_are_left_out_of_a_group() -> None:
+    # A turn's host records, as the engine commits them: every record moves agent_seq, most
+    # save the whole record too. Only the last write of each row is needed.
+    s1, s2 = session_record("s-1"), session_record("s-2")
+    ops: list[StoreOp] = []
+    for seq in range(1, 5):
+        ops += [SaveAgentCursor("s-1", seq), AppendTranscript("s-1", seq, ENTRY)]
+        ops.append(SaveSession(dataclasses.replace(s1, agent_seq=seq, seq_high=seq)))
+    ops += [SaveSession(s2), SaveAgentCursor("s-2", 1), SaveAgentCursor("s-2", 2)]
+    live = live_ops(ops)
+    kept = [op for op, keep in zip(ops, live, strict=True) if keep]
+    assert kept == [
+        *(AppendTranscript("s-1", seq, ENTRY) for seq in range(1, 5)),
+        SaveSession(dataclasses.replace(s1, agent_seq=4, seq_high=4)),
+        SaveSession(s2),
+        SaveAgentCursor("s-2", 2),
+    ]
+    # A delete makes every earlier write of the row moot, and is itself always kept.
+    assert live_ops([SaveSession(s1), SaveAgentCursor("s-1", 1), DeleteSession("s-1")]) == [
+        False,
+        False,
+        True,
+    ]
+    # A cursor after the last save still counts: it is the newest agent_seq.
+    assert live_ops([SaveSession(s1), SaveAgentCursor("s-1", 9)]) == [True, True]
+
+
+async def test_a_group_leaves_the_rows_its_ops_one_by_one_leave(
+    db: BridgeDatabase, tmp_path: Path
+) -> None:
+    # Random runs of session writes, cut into commits at random: written as one group (moot
+    # writes left out) and op by op (one commit each, nothing left out), the rows are the same.
+    one_by_one = await open_bridge_db(tmp_path / "other")
+    grouped_commits, single_commits = committer(db), committer(one_by_one)
+    draw = random.Random(15)
+    try:
+        for _ in range(120):
+            ops = session_writes(draw)
+            cuts = sorted(draw.sample(range(1, len(ops)), k=draw.randint(0, 3)))
+            bounds = [0, *cuts, len(ops)]
+            commits = [Commit(tuple(ops[a:b])) for a, b in itertools.pairwise(bounds)]
+            await grouped_commits.write([grouped_commits.prepare(c) for c in commits])
+            for op in ops:
+                await single_commits.commit(Commit((op,)))
+            for query in SESSION_TABLES:
+                assert await rows(db, query) == await rows(one_by_one, query), ops
+            for database in (db, one_by_one):
+                await database.execute("DELETE FROM sessions")
+                await database.execute("DELETE FROM transcripts")
+    finally:
+        await one_by_one.close()
+
+
+def session_writes(draw: random.Random) -> list[StoreOp]:
+    """Eight to twenty writes of two sessions' rows and transcripts, in any order."""
+    ops: list[StoreOp] = []
+    seqs = {"s-1": 0, "s-2": 0}
+    for _ in range(draw.randint(8, 20)):
+        session_id = draw.choice(("s-1", "s-2"))
+        kind = draw.choice(("save", "save", "cursor", "cursor", "cursor", "delete", "line"))
+        if kind == "save":
+            record = session_record(
+                session_id,
+                state=draw.choice(("idle", "running")),
+                agent_seq=draw.randint(0, 9),
+                agent=draw.choice(("claude", "opencode")),
+            )
+            ops.append(SaveSession(record))
+        elif kind == "cursor":
+            ops.append(SaveAgentCursor(session_id, draw.randint(0, 9)))
+        elif kind == "delete":
+            ops.append(DeleteSession(session_id))
+        else:
+            seqs[session_id] += 1
+            ops.append(AppendTranscript(session_id, seqs[session_id], ENTRY))
+    return ops
