@@ -112,6 +112,10 @@ class FrameChannel(Protocol):
 
     close_code: int | None
     close_reason: str
+    answer_cap: int | None
+    """The relay's cap on one stored answer when every answer below it is complete (a relay
+    in this process, whose code we know), else None: the cap is learnt, and large answers are
+    paged through (:mod:`bridge.nostr.backlog`)."""
 
     async def send(self, text: str) -> None: ...
 
@@ -356,6 +360,8 @@ class RelayConnection:
             await ws.close()
             raise RelayConnectionError(f"{self.url}: closed while connecting")
         self._ws = ws
+        if not isinstance(ws, ClientConnection) and ws.answer_cap is not None:
+            self._session.trust_answers_below(ws.answer_cap)
         self._state = ConnectionState.OPEN
         self._tasks.spawn(self._read_loop(ws), name=f"relay-reader {self.url}")
         logger.debug("= %s open", self.url)

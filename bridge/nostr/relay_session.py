@@ -249,6 +249,8 @@ class RelaySession:
         self._subscriptions: dict[str, _Subscription] = {}
         self._largest_answer = 0
         """The most stored events one answer of this relay held: its cap, as far as known."""
+        self._known_cap: int | None = None
+        """Set by :meth:`trust_answers_below`: the relay's cap, known rather than learnt."""
         self._awaiting_ok: dict[str, int] = {}
         self._challenge: str | None = None
         self._authed_challenge: str | None = None
@@ -258,6 +260,21 @@ class RelaySession:
 
     def __repr__(self) -> str:
         return f"<RelaySession {self.url} {len(self._subscriptions)} subscriptions>"
+
+    def trust_answers_below(self, cap: int) -> None:
+        """The relay answers every ``REQ`` with all its matches up to `cap` stored events.
+
+        Only for a relay whose code we know (the daemon's embedded relay, in process): an
+        answer smaller than `cap` is then complete, and a large backlog is one answer instead
+        of a bisection down to single seconds (the pages a relay met over a socket needs,
+        since some return capped answers with holes; see :mod:`bridge.nostr.backlog`).
+
+        Raises:
+            ValueError: `cap` is not positive.
+        """
+        if cap < 1:
+            raise ValueError("a relay's answer cap must be positive")
+        self._known_cap = cap
 
     @property
     def subscription_ids(self) -> tuple[str, ...]:
@@ -524,9 +541,10 @@ class RelaySession:
             return []
         backlog = parent.backlog
         self._largest_answer = max(self._largest_answer, backlog.answer_size)
-        # An answer is judged by the largest this relay gave, itself included; a refused one is
-        # not judged at all (cap 0): its window is skipped.
-        filters = backlog.answer_ended(0 if refused else self._largest_answer, int(now_unix))
+        # An answer is judged by the relay's known cap, else by the largest it gave, itself
+        # included; a refused one is not judged at all (cap 0): its window is skipped.
+        cap = self._known_cap if self._known_cap is not None else self._largest_answer
+        filters = backlog.answer_ended(0 if refused else cap, int(now_unix))
         outputs: list[SessionOutput] = [
             _warning("!", "%s: %s", parent_id, warning) for warning in backlog.take_warnings()
         ]

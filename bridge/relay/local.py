@@ -167,14 +167,20 @@ class LocalLink:
     Args:
         relay_loop: the loop the relay reads the client's frames on.
         client_loop: the loop the client (the daemon's relay connection) reads on.
+        answer_cap: the most stored events the relay sends for one ``REQ``, when every answer
+            below it is complete (see :attr:`LocalChannel.answer_cap`).
     """
 
     def __init__(
-        self, relay_loop: asyncio.AbstractEventLoop, client_loop: asyncio.AbstractEventLoop
+        self,
+        relay_loop: asyncio.AbstractEventLoop,
+        client_loop: asyncio.AbstractEventLoop,
+        *,
+        answer_cap: int | None = None,
     ) -> None:
         self.to_relay = FramePipe(relay_loop)
         self.to_client = FramePipe(client_loop)
-        self.channel = LocalChannel(self)
+        self.channel = LocalChannel(self, answer_cap=answer_cap)
 
     @property
     def closed(self) -> bool:
@@ -190,10 +196,15 @@ class LocalChannel:
     """The client's end of a :class:`LocalLink`, as :class:`~bridge.nostr.relay.RelayConnection`
     uses a ``websockets`` connection."""
 
-    def __init__(self, link: LocalLink) -> None:
+    def __init__(self, link: LocalLink, *, answer_cap: int | None = None) -> None:
         self._link = link
         self.close_code: int | None = None
         self.close_reason = ""
+        self.answer_cap = answer_cap
+        """The relay's cap on one stored answer, when it answers every ``REQ`` completely up to
+        it (ours does: newest first, every match up to ``max_limit``). A client can then take an
+        answer below it as whole instead of paging through it to rule out holes, which a relay
+        met over a socket cannot promise (see :mod:`bridge.nostr.backlog`)."""
 
     async def send(self, text: str) -> None:
         """Queue a frame for the relay. Raises ``ConnectionClosed`` once the link is closed."""

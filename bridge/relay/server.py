@@ -235,7 +235,7 @@ class RelayServer:
         Raises:
             ConnectionRefusedError: the relay is closing.
         """
-        link = LocalLink(asyncio.get_running_loop(), client_loop)
+        link = LocalLink(asyncio.get_running_loop(), client_loop, answer_cap=self.limits.max_limit)
         client = _Client(None, LOCAL_IP, self.limits, link)
         serving = self._tasks.spawn(self._serve_client(client, link.to_relay.get), "relay local")
         if serving is None:  # the relay is closing: nobody would ever read this link

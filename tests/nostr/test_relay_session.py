@@ -300,6 +300,25 @@ def test_a_capped_backlog_is_fetched_over_pages_and_released_whole_oldest_first(
     assert effects(feed(session, frame("EVENT", SUB, live))) == got(live)
 
 
+def test_a_relay_whose_cap_is_known_answers_whole_below_it() -> None:
+    # The daemon's own relay, in process: every answer below its cap is complete, so the
+    # capped-looking answer above is taken whole, without a page.
+    stored = [make_event(f"n{n}", created_at=SINCE + 100 + 7 * n) for n in range(250)]
+    session = new_session()
+    session.trust_answers_below(20_000)
+    out = serve(session, stored, session.subscribe(SUB, PAGED, T0))
+    assert sent(out, ReqMessage) == [SUB]
+    assert effects(out)[1:] == [*got(*oldest_first(answer(stored, PAGED))), EndOfStoredEvents(SUB)]
+    # An answer as large as the known cap may be cut: it is still paged.
+    session = new_session()
+    session.trust_answers_below(CAP)
+    session.subscribe(SUB, PAGED, T0)
+    capped = feed(session, *answer_frames(stored, ReqMessage(SUB, PAGED)))
+    assert effects(capped) == [SendMessage(PAGE_1)]
+    with pytest.raises(ValueError):
+        session.trust_answers_below(0)
+
+
 def test_a_filter_with_a_limit_is_never_paged() -> None:
     limited = (replace(PAGED[0], limit=CAP),)
     stored = [make_event(f"n{n}", created_at=SINCE + n) for n in range(2 * CAP)]

@@ -125,6 +125,41 @@ async def test_a_large_stored_answer_arrives_whole_and_in_order(relay: EmbeddedR
         await bridge.close()
 
 
+async def test_a_backlog_below_the_cap_is_one_answer_in_process_and_paged_over_a_socket(
+    relay: EmbeddedRelay, caplog: pytest.LogCaptureFixture
+) -> None:
+    """600 stored commands within two seconds (a phone's burst of sync acks): over the link
+    the daemon knows the relay's answers are complete below its cap and takes them in one; a
+    socket's client cannot know that, and bisects. Both get every command, oldest first."""
+    base = int(time.time()) - 60
+    commands = [command(f"{n:03d}", created_at=base + n // 300) for n in range(600)]
+    async with connect(relay.local_url) as phone:
+        for event in commands:
+            await phone.send(orjson.dumps(["EVENT", event.to_dict()]).decode())
+        for _ in commands:
+            assert orjson.loads(await phone.recv())[2] is True
+    backlog = [Filter(kinds=(4515,), tags={"p": (BRIDGE.public_hex,)}, since=base - 10)]
+    for dial in (relay.dial, None):
+        caplog.clear()
+        got = Received()
+        eose = asyncio.Event()
+        bridge = RelayConnection(
+            relay.local_url, BRIDGE, on_event=got, on_eose=lambda _, e=eose: e.set(), dial=dial
+        )
+        await bridge.connect()
+        try:
+            with caplog.at_level("INFO", logger="bridge.nostr.relay"):
+                await bridge.subscribe("cmds", backlog)
+                await asyncio.wait_for(eose.wait(), 30)
+        finally:
+            await bridge.close()
+        assert sorted(event.content for event in got.events) == [f"{n:03d}" for n in range(600)]
+        stamps = [event.created_at for event in got.events]
+        assert stamps == sorted(stamps)  # oldest first (within a second, in the relay's order)
+        pages = [r for r in caplog.records if "fetching stored events" in r.getMessage()]
+        assert (len(pages) == 0) == (dial is not None), [r.getMessage() for r in pages]
+
+
 async def test_stopping_the_relay_closes_the_link_and_refuses_a_new_one(tmp_path: Path) -> None:
     relay = EmbeddedRelay("127.0.0.1", 0, database_dir=tmp_path / "relay")
     await relay.start()
