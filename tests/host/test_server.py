@@ -227,11 +227,10 @@ async def test_a_record_journaled_before_the_senders_wait_first_runs_still_wakes
     # The sender starts its wait as a task (``race``); a batch flushed between that task's
     # creation and its first step must count, or those records sit unsent until the next emit.
     last = rig.host.welcome().next_seq - 1
-    waiting = asyncio.ensure_future(rig.host.journal_beyond(last))
-    rig.driver.say("flushed before the wait's first step")
-    rig.host.flush()
-    async with asyncio.timeout(WAIT):
-        await waiting
+    async with asyncio.timeout(WAIT), asyncio.TaskGroup() as tasks:
+        tasks.create_task(rig.host.journal_beyond(last))  # its first step comes after these:
+        rig.driver.say("flushed before the wait's first step")
+        rig.host.flush()
     assert await asyncio.wait_for(rig.host.journal_beyond(last - 1), WAIT) is None  # at once
 
 

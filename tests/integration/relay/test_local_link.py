@@ -24,6 +24,7 @@ from bridge.nostr.event import VerifiedEvent, sign_event
 from bridge.nostr.filters import Filter
 from bridge.nostr.pool import RelayPool
 from bridge.nostr.relay import (
+    Dial,
     PublishStatus,
     RelayConnection,
     RelayConnectionError,
@@ -139,12 +140,14 @@ async def test_a_backlog_below_the_cap_is_one_answer_in_process_and_paged_over_a
         for _ in commands:
             assert orjson.loads(await phone.recv())[2] is True
     backlog = [Filter(kinds=(4515,), tags={"p": (BRIDGE.public_hex,)}, since=base - 10)]
-    for dial in (relay.dial, None):
+
+    async def fetch(dial: Dial | None) -> tuple[list[VerifiedEvent], int]:
+        """The backlog as a bridge connected through `dial` gets it, and its page count."""
         caplog.clear()
         got = Received()
         eose = asyncio.Event()
         bridge = RelayConnection(
-            relay.local_url, BRIDGE, on_event=got, on_eose=lambda _, e=eose: e.set(), dial=dial
+            relay.local_url, BRIDGE, on_event=got, on_eose=lambda _: eose.set(), dial=dial
         )
         await bridge.connect()
         try:
@@ -153,11 +156,15 @@ async def test_a_backlog_below_the_cap_is_one_answer_in_process_and_paged_over_a
                 await asyncio.wait_for(eose.wait(), 30)
         finally:
             await bridge.close()
-        assert sorted(event.content for event in got.events) == [f"{n:03d}" for n in range(600)]
-        stamps = [event.created_at for event in got.events]
-        assert stamps == sorted(stamps)  # oldest first (within a second, in the relay's order)
         pages = [r for r in caplog.records if "fetching stored events" in r.getMessage()]
-        assert (len(pages) == 0) == (dial is not None), [r.getMessage() for r in pages]
+        return got.events, len(pages)
+
+    for dial in (relay.dial, None):
+        events, pages = await fetch(dial)
+        assert sorted(event.content for event in events) == [f"{n:03d}" for n in range(600)]
+        stamps = [event.created_at for event in events]
+        assert stamps == sorted(stamps)  # oldest first (within a second, in the relay's order)
+        assert (pages == 0) == (dial is not None), pages
 
 
 async def test_stopping_the_relay_closes_the_link_and_refuses_a_new_one(tmp_path: Path) -> None:
