@@ -35,9 +35,11 @@ import re
 import shlex
 import shutil
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import field
 from pathlib import Path
 from typing import Any, Final
+
+from bridge.records import record
 
 __all__ = [
     "AGENT_ID_PATTERN",
@@ -61,7 +63,7 @@ class AgentConfigError(ValueError):
     """An ``[agents.<id>]`` table is invalid; the message names the key and the fix."""
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class AgentConfig:
     """One ACP agent of the configuration.
 

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import enum
 from collections.abc import Callable, Collection
-from dataclasses import dataclass, field
+from dataclasses import field
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -37,6 +37,7 @@ from bridge.engine.inputs import (
     Input,
     PermissionRequested,
 )
+from bridge.records import record
 
 __all__ = [
     "LIVE_PHASES",
@@ -92,7 +93,7 @@ _NOT_LIVE = {
 }
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class SessionSpec:
     """Everything a runner needs to start or resume a session."""
 

@@ -22,10 +22,10 @@ import json
 import logging
 import os
 import re
-from dataclasses import dataclass
 from pathlib import Path
 
 from bridge.host.driver import DriverError
+from bridge.records import record
 
 __all__ = [
     "INPUTS_SUFFIX",
@@ -48,7 +48,7 @@ INPUTS_SUFFIX = ".inputs.jsonl"
 _SESSION_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,127}", re.ASCII)
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class LoggedInput:
     """One record of the log."""
 

@@ -42,12 +42,13 @@ that wait for the daemon (parked across a daemon's ``kill -9``, withdrawn by an 
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Any
 
 import orjson
 
 from bridge.host.driver import PermissionAnswer, ToolVerdict
+from bridge.records import record
 
 __all__ = [
     "MAX_BIG_SIZE",
@@ -85,50 +86,50 @@ THOUGHT_TEXT = "Done thinking."
 """The content of the text entry that follows it."""
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class Echo:
     """Plain text (or an unknown command): answered ``echo: <text>``."""
 
     text: str
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class Lines:
     """``lines N``."""
 
     count: int
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class Big:
     """``big N``."""
 
     size: int
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class Think:
     """``think``."""
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class Slow:
     """``slow S``."""
 
     seconds: float
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class Status:
     """``status``."""
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class Crash:
     """``crash``."""
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class Ask:
     """``ask <Tool> [{json}]``: a permission prompt for one call."""
 
@@ -136,7 +137,7 @@ class Ask:
     tool_input: dict[str, Any] = field(default_factory=dict)
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class Check:
     """``check <Tool> [{json}]``: the daemon's pre-tool check of one call."""
 
@@ -144,7 +145,7 @@ class Check:
     tool_input: dict[str, Any] = field(default_factory=dict)
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class Invalid:
     """A directive keyword with an argument outside its range; `message` says what is accepted."""
 

@@ -30,7 +30,6 @@ from __future__ import annotations
 import enum
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass
 from typing import Any, Final
 
 from bridge.control.framing import MAX_BODY_BYTES, FrameDecoder, FramingError, encode_frame
@@ -54,6 +53,7 @@ from bridge.control.rpc import (
     serialize_request,
     serialize_result,
 )
+from bridge.records import record
 
 __all__ = [
     "Call",
@@ -77,7 +77,7 @@ class ConnectionState(enum.Enum):
     CLOSED = "closed"
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class Call:
     """Call the handler: ``await spec.bind(handler)(**kwargs)``, then answer ``request_id``."""
 
@@ -86,14 +86,14 @@ class Call:
     kwargs: dict[str, Any]
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class Reply:
     """Send these framed bytes (after the answers of earlier events)."""
 
     data: bytes
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class Close:
     """Send ``data`` if any, then close the connection."""
 

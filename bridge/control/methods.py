@@ -33,7 +33,6 @@ from __future__ import annotations
 
 import math
 from collections.abc import Awaitable, Callable, Mapping
-from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, Final, NotRequired, Protocol, TypedDict
 
@@ -50,6 +49,7 @@ from bridge.control.task_methods import (
     validate_tasks_watch,
 )
 from bridge.nostr.keys import NostrKeyError, PubKeyHex, parse_pubkey
+from bridge.records import record
 
 __all__ = [
     "CONTROL_PROTOCOL_VERSION",
@@ -398,7 +398,7 @@ def _sessions_close(params: Mapping[str, Any]) -> dict[str, Any]:
     return {"session_id": value, "close_all": False}
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class MethodSpec:
     """One control method.
 

@@ -22,8 +22,9 @@ values from it.
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
 from typing import Any, Final, TypeAlias
+
+from bridge.records import record
 
 __all__ = [
     "INTERNAL_ERROR",
@@ -83,7 +84,7 @@ class ResponseError(ValueError):
     """A peer's response is not valid JSON-RPC 2.0 (client side)."""
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class Request:
     """A parsed request, or a notification when ``id`` is None.
 
@@ -100,7 +101,7 @@ class Request:
         return self.id is None
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class Response:
     """A successful response."""
 
@@ -108,7 +109,7 @@ class Response:
     result: Any
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class ErrorResponse:
     """An error response; ``id`` is None when the request could not be read."""
 

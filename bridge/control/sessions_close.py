@@ -34,7 +34,6 @@ import asyncio
 import json
 import shutil
 import sys
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final
 
@@ -44,6 +43,7 @@ from bridge.control.hosts import live_host_pids
 from bridge.control.render import safe_text
 from bridge.control.rpc import METHOD_NOT_FOUND
 from bridge.host.layout import HostPaths, host_paths, list_host_dirs
+from bridge.records import record
 from store.errors import AlreadyRunning, StoreError
 from store.lock import acquire_lock
 
@@ -104,7 +104,7 @@ class SessionsStillOpen(CloseError):
         )
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class ClosedSessions:
     """What `close_sessions` did.
 

@@ -30,8 +30,9 @@ Pure: time is the caller's ``now`` (seconds), nothing here reads a clock.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
 from typing import Any, Final
+
+from bridge.records import record
 
 __all__ = [
     "DEFAULT_BUDGET",
@@ -50,7 +51,7 @@ _FIELDS: Final = {
 }
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class Budget:
     """The limits of one task (the seed's defaults unless the editor set them)."""
 
@@ -87,7 +88,7 @@ class Budget:
 DEFAULT_BUDGET: Final = Budget()
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class TokenCounts:
     """One usage report, split the way the budget counts it (see the module docstring)."""
 

@@ -16,11 +16,11 @@ import shlex
 import signal
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Final
 
 from bridge.engine.gate import GateContext, Outcome, describe_decision, evaluate
+from bridge.records import record
 
 __all__ = ["CHECK_TIMEOUT", "OUTPUT_TAIL", "CheckOutcome", "blocked_check", "run_checks"]
 
@@ -30,7 +30,7 @@ OUTPUT_TAIL: Final = 16_384
 """The characters of output kept (the end of it)."""
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class CheckOutcome:
     """All checks' outcome: ``ok`` when every command exited 0; ``output`` their tail."""
 

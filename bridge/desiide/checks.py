@@ -31,9 +31,10 @@ import json
 import re
 import tomllib
 from collections.abc import Collection, Mapping
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final
+
+from bridge.records import record
 
 __all__ = [
     "CANDIDATE_FILES",
@@ -86,7 +87,7 @@ MAX_FILE_BYTES: Final = 1024 * 1024
 NPM_PLACEHOLDER: Final = "no test specified"
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class ProjectChecks:
     """The commands found for each check; None where the project has none."""
 

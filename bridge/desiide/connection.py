@@ -37,7 +37,6 @@ from __future__ import annotations
 
 import enum
 from collections.abc import Collection, Mapping
-from dataclasses import dataclass
 from typing import Any, Final
 
 from pydantic import BaseModel, ValidationError
@@ -80,6 +79,7 @@ from bridge.desiide.schema import (
     ServerInfo,
     validation_message,
 )
+from bridge.records import record
 
 __all__ = [
     "SERVER_NAME",
@@ -104,7 +104,7 @@ class ConnectionState(enum.Enum):
     CLOSED = "closed"
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class Call:
     """Run the handler of ``method`` with ``params`` (an instance of ``METHODS[method]``), then
     answer ``request_id`` with `DesiideConnection.result` or `DesiideConnection.error_for`."""
@@ -114,14 +114,14 @@ class Call:
     params: BaseModel
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class Answer:
     """Write these framed bytes; the connection answered a request by itself."""
 
     data: bytes
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class ReverseResult:
     """The extension answered one of our requests: exactly one of ``result`` and ``error``.
 
@@ -139,7 +139,7 @@ class ReverseResult:
     error: ErrorResponse | None = None
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class Closed:
     """The connection is over: EOF, or a framing error (answered just before). ``reason`` is for
     the log."""

@@ -35,8 +35,9 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass
 from typing import Any, Final
+
+from bridge.records import record
 
 __all__ = [
     "RETRYABLE_KINDS",
@@ -110,7 +111,7 @@ _BLOCKING_LABEL: Final = re.compile(r"^(deny_list:|budget:|tool_not_allowed$)")
 _DENIAL: Final = re.compile(r"\b(?:denied|rejected) (?:this|the) (?:tool )?call\b", re.IGNORECASE)
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class Refusal:
     """Why a call did not run: ``blocked`` (policy) or ``rejected`` (a user), with the labels."""
 

@@ -16,9 +16,11 @@ Errors carry the JSON-RPC code they answer with (``TaskNotFound`` -32004, ``Appr
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import field
 from enum import StrEnum
 from typing import Any, Final, Literal
+
+from bridge.records import record
 
 __all__ = [
     "ACTIVE_STATES",
@@ -127,7 +129,7 @@ LogLevel = Literal["debug", "info", "warn", "error"]
 # --- inputs ----------------------------------------------------------------------------------
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class Success:
     """``TaskInput.success``: which checks must pass before a task is done."""
 
@@ -146,7 +148,7 @@ class Success:
         return cls(bool(data.get("testsPass", False)), bool(data.get("lintClean", False)))
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class CardView:
     """A pending card of a task's session, as ``tasks.watch`` reports it.
 
@@ -206,7 +208,7 @@ class CardView:
         )
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class FileReport:
     """One file of an ``edits.report``: ``applied``, ``rejected`` (with the user's reason) or
     ``stale`` (the file changed since the proposal)."""
@@ -225,7 +227,7 @@ class FileReport:
 # --- actions ---------------------------------------------------------------------------------
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class Emit:
     """Send the ``task.event`` notification whose params are `event`."""
 
@@ -233,7 +235,7 @@ class Emit:
     event: dict[str, Any]
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class StartSession:
     """Start the task's session (``tasks.start``; the session id is the task id)."""
 
@@ -243,7 +245,7 @@ class StartSession:
     max_tool_calls: int
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class AnswerCard:
     """Answer a pending card (``tasks.answer``). `report` is set for a ``propose_edit`` review:
     the per-file outcome the tool hands to the model."""
@@ -255,7 +257,7 @@ class AnswerCard:
     report: tuple[dict[str, str], ...] | None = None
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class SendInput:
     """Start another turn of the task's session with `text` (``tasks.input``)."""
 
@@ -263,14 +265,14 @@ class SendInput:
     text: str
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class StopSession:
     """End the task's session (``tasks.stop``); the daemon denies its pending cards."""
 
     task_id: str
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class RunChecks:
     """Run the success checks in the workspace, in order, and report with
     :meth:`~bridge.desiide.lifecycle.TaskBook.on_checks`."""
@@ -279,7 +281,7 @@ class RunChecks:
     commands: tuple[tuple[str, ...], ...]
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class Log:
     """Write a log line (and the ``log`` notification). Details that must not reach the editor
     (an ``internal_error``'s cause) travel only here."""
@@ -289,7 +291,7 @@ class Log:
     fields: dict[str, Any] = field(default_factory=dict)
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class Judge:
     """Ask the editor's judge (JEV ``risk_gate@1``) about a call the rules would allow (its card
     is labelled ``jev:pending``), and report with

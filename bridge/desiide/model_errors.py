@@ -31,9 +31,10 @@ Pure: no I/O, no clock, no logging. The HTTP layer (:mod:`bridge.desiide.model_h
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any, Final, Protocol
+
+from bridge.records import record
 
 __all__ = [
     "HINTS",
@@ -134,7 +135,7 @@ _PROVIDER_TYPES: Final[Mapping[str, ModelErrorKind]] = {
 }
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class ModelError:
     """A classified failure, as the wire's ``error{kind, message, hint?}``.
 
@@ -241,7 +242,7 @@ class WireError(Protocol):
     def to_wire(self) -> dict[str, Any]: ...
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class ProbeResult:
     """The result of ``models.test`` and ``jev.test``: ``{ok, latencyMs?, error?}``."""
 

@@ -23,11 +23,11 @@ import asyncio
 import json
 import logging
 from collections.abc import Mapping
-from dataclasses import dataclass
 from typing import Any, Final
 from urllib.parse import urlsplit
 
 from bridge.protocol import base_url_allowed
+from bridge.records import record
 
 from .model_errors import (
     ModelError,
@@ -59,7 +59,7 @@ MAX_BODY_BYTES: Final = 256 * 1024
 _PING: Final = "ping"
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class Endpoint:
     """Where a model is served and how it is spoken to (no credential: that comes separately)."""
 
@@ -69,7 +69,7 @@ class Endpoint:
     auth: AuthScheme = "x-api-key"
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class HttpReply:
     """A 2xx answer: its status, decoded JSON body and the measured latency."""
 

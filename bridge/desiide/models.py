@@ -31,10 +31,10 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Awaitable, Callable, Iterable, Mapping
-from dataclasses import dataclass
 from typing import Any, Final, Literal
 
 from bridge.engine.providers import ProviderProfile
+from bridge.records import record
 
 from .model_errors import ModelError, ModelErrorKind, ProbeResult
 from .model_http import Endpoint, ModelCallFailed, auth_headers, minimal_request, request_json
@@ -87,7 +87,7 @@ ModelSource = Literal["config", "profile", "agent", "discovered"]
 ModelProvider = Literal["anthropic", "openai", "ollama", "claude-code"]
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class ModelInfo:
     """One entry of ``models.list`` (``ModelInfo``).
 
@@ -127,7 +127,7 @@ class ModelInfo:
         return wire
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class AgentModel:
     """A model the agent offers (``value`` is what ``--model`` accepts)."""
 
@@ -135,7 +135,7 @@ class AgentModel:
     label: str | None = None
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class OllamaAddress:
     """Where to look for Ollama (tests point it at their own server)."""
 
@@ -148,7 +148,7 @@ class OllamaAddress:
         return f"http://{host}:{self.port}"
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class ModelSources:
     """Everything ``models.list``/``models.test`` read, as data."""
 
@@ -290,7 +290,7 @@ async def list_models(
 # --- models.test -------------------------------------------------------------------------------
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class Target:
     """What ``models.test`` must call for a model id.
 

@@ -44,12 +44,13 @@ import json
 import os
 import re
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import field
 from pathlib import Path
 from typing import Any, Final, Literal, Protocol
 from urllib.parse import urlsplit
 
 from bridge.protocol import base_url_allowed
+from bridge.records import record
 
 __all__ = [
     "CONFIG_DIR_NAME",
@@ -158,7 +159,7 @@ class SecretNotSet(LookupError):
         self.ref = ref
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class SecretRef:
     """A ``secret:<name>`` reference: the key's name in the editor's SecretStorage."""
 
@@ -234,7 +235,7 @@ async def resolve_secret(resolver: SecretResolver, ref: SecretRef) -> SecretValu
     return SecretValue(value)
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class ModelSettings:
     """One configured model endpoint (``models[]``)."""
 
@@ -269,7 +270,7 @@ class ModelSettings:
         return wire
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class JevSettings:
     """The JEV judge: an Anthropic-compatible Messages endpoint."""
 
@@ -293,14 +294,14 @@ class JevSettings:
         return wire
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class GatingSettings:
     """``gating``: strict mode turns every ``auto`` into ``confirm``."""
 
     strict: bool = False
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class DesiideConfig:
     """The whole snapshot. ``roles`` is a tuple of ``(role, model id)`` pairs, sorted by role."""
 

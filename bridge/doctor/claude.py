@@ -12,11 +12,11 @@ import os
 import shutil
 import subprocess
 from collections.abc import Mapping
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Final
 
 from bridge.doctor.model import Check, Status
+from bridge.records import record
 
 __all__ = ["ClaudeCli", "check_claude", "cli_version", "find_bundled_cli", "find_path_cli"]
 
@@ -24,7 +24,7 @@ VERSION_TIMEOUT: Final = 30.0
 _INSTALL_CLAUDE: Final = "install Claude Code (npm install -g @anthropic-ai/claude-code)"
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class ClaudeCli:
     """One Claude Code binary and what ``--version`` said (or why it failed)."""
 

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import enum
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Any
+
+from bridge.records import record
 
 __all__ = ["Check", "Status"]
 
@@ -20,7 +22,7 @@ class Status(enum.Enum):
     """Could not or need not be checked here; the summary says why."""
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class Check:
     """One line of the report.
 

@@ -26,7 +26,6 @@ import os
 import socket
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass
 from typing import Final
 
 from websockets.asyncio.client import connect
@@ -46,6 +45,7 @@ from bridge.nostr.messages import (
     parse_relay_message,
     serialize_client_message,
 )
+from bridge.records import record
 
 __all__ = [
     "FUTURE_HINT",
@@ -64,7 +64,7 @@ FUTURE_HINT: Final = 60.0
 _PROBE_LIMIT: Final = 10
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class RelayProbe:
     """What one probe found.
 

@@ -30,7 +30,6 @@ Pure: the clock is ``now``.
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
 
 from bridge.engine.effects import (
     AdvanceCursor,
@@ -46,11 +45,12 @@ from bridge.engine.inputs import CommandEventReceived
 from bridge.engine.pairing import Pairing
 from bridge.engine.phones import PhoneBook
 from bridge.protocol import InputCommand, InputFailedMessage, PairRequestCommand
+from bridge.records import record
 
 __all__ = ["Admission", "Admitted", "fold_marks"]
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class Admitted:
     """A command that may run: who sent it, what it says, and the marks of its transaction."""
 

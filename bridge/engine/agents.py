@@ -25,7 +25,6 @@ Pure: no I/O; the runtime reports the checks as inputs.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
 from typing import Final
 
 from bridge.protocol import (
@@ -36,6 +35,7 @@ from bridge.protocol import (
     AgentSupports,
     SessionBackend,
 )
+from bridge.records import record
 
 __all__ = [
     "CLAUDE",
@@ -65,7 +65,7 @@ _ACP_SUPPORTS: Final = AgentSupports(
 )
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class ConfiguredAgent:
     """An ACP agent of the configuration: its id and the label phones show."""
 
@@ -73,7 +73,7 @@ class ConfiguredAgent:
     label: str
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class AgentCheck:
     """The outcome of one agent's start-up check.
 
@@ -88,7 +88,7 @@ class AgentCheck:
     reason: str | None = None
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class Refused:
     """A command named an agent that cannot run: why, for the phone."""
 

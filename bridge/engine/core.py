@@ -36,7 +36,7 @@ it only through inputs.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import assert_never
 
 from bridge.engine.accounts import Accounts
@@ -139,13 +139,14 @@ from bridge.protocol import (
     UsageRequestCommand,
 )
 from bridge.protocol.kinds import COMMAND_KIND
+from bridge.records import record
 
 __all__ = ["BRIDGE_CAPABILITIES", "Engine", "EngineConfig", "EngineState"]
 
 PRUNE_INTERVAL = 60.0
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class EngineState:
     """Everything the engine needs from the store at boot."""
 

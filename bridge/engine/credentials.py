@@ -23,10 +23,11 @@ Store names: :data:`ANTHROPIC_KEY_NAME` and :data:`GITHUB_PAT_NAME`, one row eac
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Final
 
 from bridge.protocol import KEEP, CredentialsAckMessage, Keep, SetCredentialsCommand
+from bridge.records import record
 
 __all__ = [
     "ANTHROPIC_KEY_NAME",
@@ -47,7 +48,7 @@ CREDENTIAL_NAMES: Final = (ANTHROPIC_KEY_NAME, GITHUB_PAT_NAME)
 MAX_CREDENTIAL_LENGTH: Final = 8192
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class Credentials:
     """The stored credentials; values never appear in ``repr``."""
 
@@ -71,7 +72,7 @@ class Credentials:
         )
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class CredentialChange:
     """One store write: set `name` to `value`, or delete it when `value` is None."""
 
@@ -79,7 +80,7 @@ class CredentialChange:
     value: str | None = field(repr=False)
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class CredentialsOutcome:
     """What one ``set-credentials`` did.
 

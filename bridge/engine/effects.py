@@ -23,10 +23,11 @@ facts (see :mod:`bridge.engine.inputs`).
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Any
 
 from bridge.protocol import BridgeToPhone, OutputEntry
+from bridge.records import record
 
 __all__ = [
     "AddInbox",
@@ -77,7 +78,7 @@ __all__ = [
 # --- records the engine keeps and the store persists ---------------------------------------
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class PairedPhone:
     """A phone allowed to command this bridge. Identity is the pubkey, never a payload claim."""
 
@@ -87,7 +88,7 @@ class PairedPhone:
     paired_at: str  # ISO-8601, as the wire's PairedPhone
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class TaskPolicy:
     """What a Desiide task's session may do beyond its permission mode (``DESIIDE.md``).
 
@@ -121,7 +122,7 @@ class TaskPolicy:
         return cls(tuple(tools), limit, value.get("strict") is True, value.get("judge") is True)
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class SessionRecord:
     """One agent session as the registry keeps it (REFERENCE-BEHAVIOUR §1.11)."""
 
@@ -153,7 +154,7 @@ class SessionRecord:
 # --- store operations (only inside a Commit) -------------------------------------------------
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class MarkProcessed:
     """Record a command event as processed: a replay of it is then a no-op, forever."""
 
@@ -161,41 +162,41 @@ class MarkProcessed:
     created_at: int
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class AdvanceCursor:
     """The newest ``created_at`` processed; the command subscription resumes at it − 5 s."""
 
     last_seen: int
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class SavePhone:
     phone: PairedPhone
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class DeletePhone:
     pubkey: str
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class SaveSession:
     record: SessionRecord
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class DeleteSession:
     session_id: str
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class AddTombstone:
     """Remember a closed session id (at most 100 kept, oldest dropped, no duplicates)."""
 
     session_id: str
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class AppendTranscript:
     """Store one transcript line under the seq the engine assigned (never renumbered)."""
 
@@ -204,19 +205,19 @@ class AppendTranscript:
     entry: OutputEntry
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class DeleteTranscript:
     session_id: str
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class PruneProcessed:
     """Forget processed ids older than `before` (relays no longer hold those events)."""
 
     before: int
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class SaveProviderProfile:
     """Upsert a provider profile (the record holds the token: secret storage)."""
 
@@ -224,12 +225,12 @@ class SaveProviderProfile:
     record: dict[str, Any] = field(repr=False)
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class DeleteProviderProfile:
     profile_id: str
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class SetCredential:
     """Store (or, with None, delete) one credential."""
 
@@ -237,13 +238,13 @@ class SetCredential:
     value: str | None = field(repr=False)
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class SaveDeviceConfig:
     phone: str
     config: dict[str, Any]
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class RecordDecision:
     """Append one permission verdict to the audit log (labels and a short text, no tool input)."""
 
@@ -258,7 +259,7 @@ class RecordDecision:
     again; the store masks secrets in it and caps its size."""
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class SaveAgentCursor:
     """The session host's journal is applied up to `seq` (committed with that record's effects)."""
 
@@ -266,21 +267,21 @@ class SaveAgentCursor:
     seq: int
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class MarkInboxTaken:
     """The agent took this input: a restart never hands it over again."""
 
     uid: str
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class RemoveInbox:
     """The agent finished the turns of these inputs: their inbox rows are done."""
 
     uids: tuple[str, ...]
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class SaveAnswer:
     """Keep an answer to a parked permission ask until its session host confirms it.
 
@@ -291,7 +292,7 @@ class SaveAnswer:
     answer: AnswerPermission
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class AddInbox:
     """An accepted input waiting for its runner; `uid` makes the hand-off exactly-once."""
 
@@ -328,7 +329,7 @@ StoreOp = (
 # --- effects ---------------------------------------------------------------------------------
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class Publish:
     """Send `message` to every phone of `audience` (one NIP-44 event per phone).
 
@@ -340,7 +341,7 @@ class Publish:
     audience: tuple[str, ...]
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class Commit:
     """Apply `ops` and queue `outbox` in one transaction; later effects wait for it."""
 
@@ -348,7 +349,7 @@ class Commit:
     outbox: tuple[Publish, ...] = ()
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class SendSyncChunk:
     """Read the transcript lines of `seq_range` and send them as one ``sync-chunk``.
 
@@ -362,12 +363,12 @@ class SendSyncChunk:
     seq_range: tuple[int, int]
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class Resubscribe:
     """The set of paired phones (or the pairing window) changed: rebuild the subscriptions."""
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class StartRunner:
     """Start (or, with `resume`, resume) the agent behind a session.
 
@@ -381,7 +382,7 @@ class StartRunner:
     create_cwd: bool = False
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class CreateFolder:
     """``mkdir -p`` + ``git init`` of `path` (already validated) under `root`; the runtime
     answers with ``FolderCreated``."""
@@ -391,19 +392,19 @@ class CreateFolder:
     path: str
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class SendToRunner:
     """Hand pending inbox rows of a session to its runner (the runtime reads the inbox)."""
 
     session_id: str
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class InterruptRunner:
     session_id: str
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class SetRunnerOption:
     """Change the permission mode, effort or model of a running session."""
 
@@ -412,7 +413,7 @@ class SetRunnerOption:
     value: str
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class AnswerPermission:
     """Answer a pending ``PermissionRequested`` of a runner.
 
@@ -429,12 +430,12 @@ class AnswerPermission:
     updated_input: dict[str, Any] | None = None
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class CloseRunner:
     session_id: str
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class ProbeProvider:
     """Check a provider token (``POST {baseUrl}/v1/messages``); answer ``ProviderProbed``."""
 
@@ -445,7 +446,7 @@ class ProbeProvider:
     model: str = ""
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class ProbeAnthropicKey:
     """Check an Anthropic API key; answer ``CredentialsProbed``."""
 
@@ -453,7 +454,7 @@ class ProbeAnthropicKey:
     key: str = field(repr=False)
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class ReadGsdState:
     """Read the GSD planning state of a session's project; answer ``GsdStateRead``."""
 
@@ -461,7 +462,7 @@ class ReadGsdState:
     cwd: str
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class FetchBlossomImage:
     """Download, check and decrypt a Blossom image; answer ``ImageReceived``/``ImageRefused``."""
 
@@ -477,7 +478,7 @@ class FetchBlossomImage:
     text: str = ""
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class SaveImage:
     """Write an image under the first workspace root's uploads folder; answer ``ImageSaved``."""
 
@@ -487,7 +488,7 @@ class SaveImage:
     text: str = ""
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class ListModels:
     """Ask the agent which models it offers (a live session's, or a short-lived one's).
 
@@ -497,7 +498,7 @@ class ListModels:
     agent: str | None = None
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class Notify:
     """Tell local listeners (the CLI waiting in ``pair``) that something happened."""
 
@@ -505,7 +506,7 @@ class Notify:
     data: dict[str, str] = field(default_factory=dict)
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class Dropped:
     """An input was dropped on purpose; the runtime logs `reason` (never the payload)."""
 

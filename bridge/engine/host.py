@@ -6,7 +6,7 @@ while the daemon runs.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import field
 
 from bridge.engine.agents import ConfiguredAgent
 from bridge.protocol import (
@@ -20,6 +20,7 @@ from bridge.protocol import (
     SYNC_V1,
     USAGE,
 )
+from bridge.records import record
 
 __all__ = ["BRIDGE_CAPABILITIES", "HEARTBEAT_DEBOUNCE", "HEARTBEAT_INTERVAL", "EngineConfig"]
 
@@ -42,7 +43,7 @@ HEARTBEAT_DEBOUNCE = 1.0
 """Changes within a second share one heartbeat (keeps its strictly increasing clock real)."""
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class EngineConfig:
     """What the engine knows of its host (from the settings)."""
 

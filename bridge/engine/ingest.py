@@ -44,12 +44,12 @@ from __future__ import annotations
 
 from collections import OrderedDict
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
 from typing import cast
 
 from bridge.nostr.event import VerifiedEvent
 from bridge.protocol import Assembler, DecodeError, PhoneToBridge, decode_phone_to_bridge
 from bridge.protocol.kinds import COMMAND_EXPIRY_SECONDS, COMMAND_KIND
+from bridge.records import record
 
 __all__ = [
     "MAX_COMMAND_AGE_SECONDS",
@@ -72,7 +72,7 @@ Decrypt = Callable[[str, str], str]
 """(author pubkey hex, NIP-44 payload) → plaintext; raises ValueError when it cannot."""
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class Decoded:
     """A command that passed every check but staleness (reported in `stale`)."""
 
@@ -85,7 +85,7 @@ class Decoded:
     """(event id, created_at) of the group's other fragments, to record with this one."""
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class Refused:
     """Dropped; `mark` says whether the id must still be recorded as processed."""
 

@@ -8,13 +8,14 @@ verified by the pool (id and signature), which is why they carry a ``VerifiedEve
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Any
 
 from bridge.engine.agents import AgentCheck
 from bridge.engine.effects import TaskPolicy
 from bridge.nostr.event import VerifiedEvent
 from bridge.protocol import GsdState, ModelEntry, OutputEntry
+from bridge.records import record
 
 __all__ = [
     "AgentAnswered",
@@ -58,14 +59,14 @@ __all__ = [
 ]
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class CommandEventReceived:
     """A kind-4515 event addressed to the bridge (command or pairing subscription alike)."""
 
     event: VerifiedEvent
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class PairingWindowRequested:
     """The operator asked (through the control socket) to open a pairing window.
 
@@ -76,7 +77,7 @@ class PairingWindowRequested:
     duration: float = 600.0
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class PhonePairedManually:
     """``codedeck-bridge pair --npub``: the operator vouches for a phone key."""
 
@@ -84,19 +85,19 @@ class PhonePairedManually:
     label: str
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class PhoneUnpaired:
     """``codedeck-bridge unpair``: revoke one phone; nothing more is published to it."""
 
     pubkey: str
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class RefreshRequested:
     """Republish the heartbeat now (a timer, a relay reconnect, or a local request)."""
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class TaskStartRequested:
     """The editor (``codedeck-bridge desiide``) starts a task: a session with `policy`.
 
@@ -112,7 +113,7 @@ class TaskStartRequested:
     model: str | None = None
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class TaskCardAnswered:
     """The editor answers a permission card (``task.approve`` / ``task.reject``).
 
@@ -127,7 +128,7 @@ class TaskCardAnswered:
     reason: str | None = None
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class TaskEditsReported:
     """Every file of an edit proposal is reported (``edits.report``): the review's answer."""
 
@@ -136,7 +137,7 @@ class TaskEditsReported:
     report: tuple[Mapping[str, Any], ...]
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class TaskInputRequested:
     """The orchestrator sends the task's agent more text (the failing checks of a ``fix``)."""
 
@@ -144,7 +145,7 @@ class TaskInputRequested:
     text: str
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class TaskStopRequested:
     """The editor cancels a task (or the orchestrator ends a failed one): deny its cards and
     interrupt its agent. The session stays listed with its transcript; phones may close it."""
@@ -152,14 +153,14 @@ class TaskStopRequested:
     session_id: str
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class SessionCloseRequested:
     """``codedeck-bridge sessions close``: end a session as a phone's ``close-session`` would."""
 
     session_id: str
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class AgentReady:
     """The runner of a session is up (first start or resume)."""
 
@@ -169,7 +170,7 @@ class AgentReady:
     cwd: str | None = None
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class AgentEntry:
     """The agent produced one transcript line."""
 
@@ -177,7 +178,7 @@ class AgentEntry:
     entry: OutputEntry
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class AgentStateChanged:
     """The session moved between idle / running / waiting_permission / waiting_question."""
 
@@ -185,7 +186,7 @@ class AgentStateChanged:
     state: str
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class AgentFailed:
     """The runner could not start; before ready this fails the pending create-session."""
 
@@ -193,7 +194,7 @@ class AgentFailed:
     reason: str
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class AgentEnded:
     """The runner is gone for good (after its restarts ran out, or closed on request)."""
 
@@ -201,7 +202,7 @@ class AgentEnded:
     reason: str
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class PermissionRequested:
     """The agent wants to use a tool and asks first (Claude Code's ``can_use_tool``).
 
@@ -218,7 +219,7 @@ class PermissionRequested:
     agent_id: str | None = None
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class PermissionStillPending:
     """A permission ask still parked in the session host that a restarted daemon adopted.
 
@@ -230,7 +231,7 @@ class PermissionStillPending:
     request: PermissionRequested
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class AgentTookInput:
     """The agent took this input (its inbox uid) into its conversation: never send it again."""
 
@@ -238,7 +239,7 @@ class AgentTookInput:
     uid: str
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class AgentRestarted:
     """The session's agent was resumed in a new session host after its last one ended.
 
@@ -253,7 +254,7 @@ class AgentRestarted:
     interrupted: tuple[str, ...] = ()
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class AgentAnswered:
     """The agent finished the turns of these inputs (their inbox uids): the rows are done."""
 
@@ -261,7 +262,7 @@ class AgentAnswered:
     uids: tuple[str, ...]
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class AgentOptionSet:
     """The runner answered a mode / effort / model change: `value` now in force, or None."""
 
@@ -285,7 +286,7 @@ AgentRecordEvent = (
 """What one record of a session host's journal can say to the engine."""
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class JournalRecord:
     """One record of a session host's journal, by its seq (never renumbered).
 
@@ -299,14 +300,14 @@ class JournalRecord:
     event: AgentRecordEvent | None
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class FoldersScanned:
     """The workspace scan found these project folders (relative to their root, sorted)."""
 
     folders: tuple[str, ...]
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class FolderCreated:
     """The answer to a ``CreateFolder`` effect."""
 
@@ -315,7 +316,7 @@ class FolderCreated:
     error: str | None = None
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class ProviderProbed:
     """The answer to ``ProbeProvider``: None when the probe could not run."""
 
@@ -324,7 +325,7 @@ class ProviderProbed:
     valid: bool | None
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class CredentialsProbed:
     """The answer to ``ProbeAnthropicKey``: None when the probe could not run."""
 
@@ -332,7 +333,7 @@ class CredentialsProbed:
     valid: bool | None
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class GsdStateRead:
     """The answer to ``ReadGsdState``."""
 
@@ -340,7 +341,7 @@ class GsdStateRead:
     state: GsdState
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class ImageReceived:
     """A Blossom image downloaded, verified and decrypted."""
 
@@ -352,7 +353,7 @@ class ImageReceived:
     data: bytes = field(repr=False)
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class ImageRefused:
     """A Blossom download or an image save failed; `reason` is logged."""
 
@@ -360,7 +361,7 @@ class ImageRefused:
     reason: str
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class ImageSaved:
     """The answer to ``SaveImage``: the file's absolute path."""
 
@@ -369,7 +370,7 @@ class ImageSaved:
     text: str
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class ModelsListed:
     """The answer to ``ListModels``: the models (may be empty) and the default, if known.
 
@@ -381,21 +382,21 @@ class ModelsListed:
     agent: str | None = None
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class AgentsChecked:
     """The daemon's start-up check of the configured ACP agents finished (one per agent)."""
 
     checks: tuple[AgentCheck, ...]
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class SessionCommitted:
     """HEAD moved in the session's cwd since the session started (a commit landed)."""
 
     session_id: str
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class ToolBlocked:
     """The runner's pre-check refused a tool call on the deny list (logged as a decision)."""
 
@@ -405,7 +406,7 @@ class ToolBlocked:
     detail: str
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class SyncChunkSent:
     """A ``sync-chunk`` really left for the relays (its publish returned), not just queued.
 

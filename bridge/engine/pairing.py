@@ -18,7 +18,6 @@ Pure: the clock is the ``now`` argument (unix seconds).
 from __future__ import annotations
 
 import hmac
-from dataclasses import dataclass
 
 from bridge.engine.attachments import Attachments
 from bridge.engine.effects import (
@@ -42,6 +41,7 @@ from bridge.nostr.filters import Filter
 from bridge.nostr.keys import hex_to_npub
 from bridge.protocol import PairAckMessage, PairRequestCommand
 from bridge.protocol.kinds import COMMAND_KIND
+from bridge.records import record
 
 __all__ = [
     "DEFAULT_WINDOW_SECONDS",
@@ -59,7 +59,7 @@ NACK_PERIOD_SECONDS = 600.0
 SINCE_GRACE_SECONDS = 5
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class PairingWindow:
     """An open window: its token and its lifetime in unix seconds."""
 

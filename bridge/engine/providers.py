@@ -28,7 +28,7 @@ persists what :meth:`ProviderBook.apply_set` returns (:func:`profile_to_record`)
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Any, Final
 
 from bridge.protocol import (
@@ -41,6 +41,7 @@ from bridge.protocol import (
     SetProviderProfileCommand,
     base_url_allowed,
 )
+from bridge.records import record
 
 __all__ = [
     "MAX_PROFILES",
@@ -64,7 +65,7 @@ MAX_TOKEN_LENGTH: Final = 8192
 """Longer tokens are refused: they go into an HTTP header and a child's environment."""
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class ProviderProfile:
     """One stored profile, token included (never in ``repr``)."""
 
@@ -108,7 +109,7 @@ class ProviderProfile:
         )
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class ProbeRequest:
     """A token check to run: ``POST {base_url}/v1/messages`` with ``max_tokens: 1``."""
 
@@ -117,7 +118,7 @@ class ProbeRequest:
     model: str
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class ResolvedProvider:
     """What a runner needs to start a provider-bound session (the token never in ``repr``)."""
 
@@ -128,7 +129,7 @@ class ResolvedProvider:
     model: str
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class ProviderSetOutcome:
     """What one ``set-provider-profile`` did, for the engine to turn into effects.
 

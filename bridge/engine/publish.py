@@ -42,7 +42,6 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable
-from dataclasses import dataclass
 from typing import Final
 
 from bridge.protocol import (
@@ -60,6 +59,7 @@ from bridge.protocol import (
     split,
     tags_for,
 )
+from bridge.records import record
 
 __all__ = [
     "HEARTBEAT_MAX_BYTES",
@@ -83,7 +83,7 @@ class HeartbeatTooLargeError(ValueError):
     """
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class PlannedEvent:
     """One event to encrypt (NIP-44, to ``phone``) and sign.
 

@@ -17,17 +17,17 @@ Pure: the seq comes from the session's state; timestamps are in the entries.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
 
 from bridge.engine.effects import AppendTranscript, Publish, SaveSession, StoreOp
 from bridge.engine.phones import PhoneBook
 from bridge.engine.state import SessionState, SessionTable
 from bridge.protocol import OutputEntry, OutputMessage
+from bridge.records import record
 
 __all__ = ["Appended", "Transcript"]
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class Appended:
     """What appending produced: store operations for the commit, live copies for after it."""
 

@@ -40,6 +40,7 @@ from typing import Final
 from urllib.parse import urlsplit
 
 from bridge.protocol import UploadImageBlossomCommand, UploadImageChunkedCommand
+from bridge.records import record
 
 __all__ = [
     "DEDUP_MAX_KEYS",
@@ -83,7 +84,7 @@ UploadKey = tuple[str, str, str]  # (phone, session id, upload id)
 # --- outcomes --------------------------------------------------------------------------------
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class ImageReady:
     """A complete image, ready for the dedup check and saving. `data` stays out of ``repr``."""
 
@@ -99,7 +100,7 @@ class ImageReady:
         return hashlib.sha256(self.data).hexdigest()
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class ChunkAccepted:
     """The chunk was stored; the upload waits for more."""
 
@@ -108,7 +109,7 @@ class ChunkAccepted:
     total: int
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class ChunkIgnored:
     """The chunk changed nothing (duplicate, out of range, ...); the upload goes on."""
 
@@ -116,7 +117,7 @@ class ChunkIgnored:
     reason: str
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class UploadFailed:
     """The upload was dropped (too large, bad base64, timed out, too many at once)."""
 

@@ -31,10 +31,11 @@ Rules every driver keeps:
 from __future__ import annotations
 
 from collections.abc import Collection, Mapping
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Any, Final, Protocol
 
 from bridge.host.events import HostEvent, PermissionAsked
+from bridge.records import record
 
 __all__ = [
     "VERDICTS",
@@ -56,7 +57,7 @@ class DriverError(Exception):
     """The driver cannot do what was asked (not live, bad argument); the text is user-readable."""
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class DriverSpec:
     """Everything a driver needs to start (or resume) its agent.
 
@@ -84,7 +85,7 @@ class DriverSpec:
     options: Mapping[str, Any] = field(default_factory=dict)
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class DriverStatus:
     """Where the agent is now (the host's ``welcome`` tells a daemon that adopts it)."""
 
@@ -99,7 +100,7 @@ class DriverStatus:
     """Input uids taken and not answered yet, oldest first."""
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class PermissionAnswer:
     """The phone's (or the gate's) answer to a :class:`~bridge.host.events.PermissionAsked`.
 
@@ -116,7 +117,7 @@ class PermissionAnswer:
     updated_input: Mapping[str, Any] | None = None
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class ToolVerdict:
     """The daemon's pre-tool check of one call: ``decision`` is one of :data:`VERDICTS`."""
 

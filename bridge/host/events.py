@@ -32,8 +32,10 @@ imports pydantic or the engine.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Any, Final, assert_never
+
+from bridge.records import record
 
 __all__ = [
     "AGENT_STATES",
@@ -66,7 +68,7 @@ class EventDecodeError(ValueError):
     """A journal record or a socket frame is not a valid host event; the text says why."""
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class ModelChoice:
     """A model the agent offers (``models.models[]``): what ``set_option("model")`` accepts."""
 
@@ -74,7 +76,7 @@ class ModelChoice:
     label: str | None = None
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class Ready:
     """The agent is up (after a start or a resume)."""
 
@@ -84,28 +86,28 @@ class Ready:
     models: tuple[ModelChoice, ...] = ()
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class Failed:
     """The agent could not start; the reason is user-readable."""
 
     reason: str
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class Entry:
     """One transcript line, the wire's ``OutputEntry`` as a JSON object."""
 
     entry: Mapping[str, Any]
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class StateChanged:
     """The agent's state now (one of :data:`AGENT_STATES`)."""
 
     state: str
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class OptionSet:
     """An option's value now in force: ``result`` is None when the change was refused."""
 
@@ -114,7 +116,7 @@ class OptionSet:
     result: str | None
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class PermissionAsked:
     """A tool call the agent may not make without the phone's answer (a card)."""
 
@@ -125,7 +127,7 @@ class PermissionAsked:
     agent_id: str | None = None
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class InputTaken:
     """The agent took this input into its conversation (Claude Code: ``command_lifecycle``
     ``started``), before it did any work on it.
@@ -138,14 +140,14 @@ class InputTaken:
     uid: str
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class Answered:
     """The agent finished the turns of these inputs (their uids, in order)."""
 
     uids: tuple[str, ...]
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class Exited:
     """The agent is gone after it was ready.
 
@@ -161,7 +163,7 @@ class Exited:
     interrupted: tuple[str, ...] = ()
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class InterruptedInput:
     """An input the last agent took whose turn never finished (named in the restart line)."""
 
@@ -172,7 +174,7 @@ class InterruptedInput:
     """The start of what it said (quoted to the user)."""
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class Restarted:
     """The session's last host ended and this one resumes it (journaled before anything else).
 

@@ -43,12 +43,13 @@ import os
 import struct
 import zlib
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
 from typing import Any
 
 import orjson
+
+from bridge.records import record
 
 __all__ = [
     "MAX_RECORD_BYTES",
@@ -82,7 +83,7 @@ class JournalLocked(JournalError):
     """Another process holds this journal."""
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class Recovery:
     """What :meth:`Journal.open` found."""
 

@@ -10,7 +10,6 @@ then closes stdout; its stderr is its log file from the first byte on.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final
 
@@ -18,6 +17,7 @@ import orjson
 
 from bridge.host.driver import DriverSpec
 from bridge.host.events import InterruptedInput
+from bridge.records import record
 
 __all__ = [
     "AGENTS",
@@ -39,7 +39,7 @@ class LaunchError(ValueError):
     """The launch spec is not valid; the text says why (never its values)."""
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class RestartOrder:
     """This host resumes a session whose last host ended: what its ``restarted`` record says.
 
@@ -59,7 +59,7 @@ class RestartOrder:
     taken: tuple[str, ...] = ()
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class LaunchSpec:
     """A host's orders.
 

@@ -21,11 +21,12 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import os
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Final
 
 import orjson
+
+from bridge.records import record
 
 __all__ = [
     "HOSTS_DIR",
@@ -52,7 +53,7 @@ def host_key(session_id: str) -> str:
     return hashlib.sha256(session_id.encode("utf-8")).hexdigest()[:_KEY_CHARS]
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class HostPaths:
     """The files of one session's host (see the module docstring)."""
 
@@ -90,7 +91,7 @@ def list_host_dirs(home: Path) -> list[HostPaths]:
     return [HostPaths(p) for p in names]
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class HostInfo:
     """What ``host.json`` says about the process that runs (or ran) a session's host."""
 

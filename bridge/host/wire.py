@@ -34,7 +34,7 @@ to restart those sessions).
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Any, Final, assert_never
 
 import orjson
@@ -47,6 +47,7 @@ from bridge.host.events import (
     decode_event,
     encode_event,
 )
+from bridge.records import record
 
 __all__ = [
     "MAX_LINE_BYTES",
@@ -95,7 +96,7 @@ class LineTooLong(WireError):
 # --- daemon → host -------------------------------------------------------------------------------
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class Answer:
     """The answer to a parked permission ask (durable in the daemon until ``answer_done``)."""
 
@@ -103,7 +104,7 @@ class Answer:
     answer: PermissionAnswer
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class Hello:
     """The daemon connects: replay after `after`; apply `answers` before anything else."""
 
@@ -113,13 +114,13 @@ class Hello:
     version: int = WIRE_VERSION
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class SendInput:
     uid: str
     text: str = field(repr=False)
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class AskReceived:
     """Which of `uids` did the agent take or record? (answered by :class:`Received`)."""
 
@@ -127,18 +128,18 @@ class AskReceived:
     uids: tuple[str, ...]
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class Interrupt:
     pass
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class SetOption:
     option: str
     value: str
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class Verdict:
     """The daemon's pre-tool check of a call the host asked about."""
 
@@ -147,19 +148,19 @@ class Verdict:
     reason: str = ""
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class Ack:
     """The daemon committed every record up to `through`."""
 
     through: int
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class Settings:
     diff_allowed: bool
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class Close:
     """End the session: stop the agent, remove the host's files, exit."""
 
@@ -182,7 +183,7 @@ DaemonMessage = (
 # --- host → daemon -------------------------------------------------------------------------------
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class Welcome:
     """The host's state as a daemon finds it.
 
@@ -202,20 +203,20 @@ class Welcome:
     version: int = WIRE_VERSION
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class EventRecord:
     seq: int
     event: HostEvent
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class PermissionPending:
     """A permission ask still parked (re-presented to a daemon that adopts the host)."""
 
     request: PermissionAsked
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class Synced:
     """The daemon has every record up to `through` and every parked ask (once per connection).
 
@@ -226,20 +227,20 @@ class Synced:
     through: int
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class ToolCheck:
     request_id: str
     tool_name: str
     tool_input: Mapping[str, Any]
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class Received:
     req: int
     uids: tuple[str, ...]
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class AnswerDone:
     """`applied`: the ask was parked and is now answered; False: unknown or already answered."""
 
@@ -247,12 +248,12 @@ class AnswerDone:
     applied: bool
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class Closed:
     pass
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class Problem:
     """The host refuses the connection or a message; the text says why (no secrets)."""
 

@@ -24,10 +24,11 @@ from __future__ import annotations
 
 from collections import deque
 from collections.abc import Callable
-from dataclasses import dataclass, replace
+from dataclasses import replace
 
 from bridge.nostr.event import VerifiedEvent
 from bridge.nostr.filters import Filter
+from bridge.records import record
 
 __all__ = ["PAGE_THRESHOLD", "Backlog", "Window"]
 
@@ -37,7 +38,7 @@ MAX_PAGES = 1_000
 """At most this many page REQs for one backlog: past it, what was fetched is released."""
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class Window:
     """A time window (inclusive bounds, unix seconds; None = unbounded) laid over filters."""
 

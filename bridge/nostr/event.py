@@ -23,12 +23,12 @@ import hashlib
 import re
 import threading
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from typing import Any, NewType
 
 import orjson
 
 from bridge.nostr.keys import Keypair, NostrKeyError, parse_pubkey, verify_schnorr
+from bridge.records import record
 
 __all__ = [
     "CHECKED_SIGNATURES_KEPT",
@@ -113,7 +113,7 @@ class InvalidEventError(ValueError):
     """An event is malformed, or its id or signature does not check out. The message says which."""
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class Event:
     """A NIP-01 event whose shape is known to be right, but which is not (yet) trusted."""
 
@@ -150,7 +150,7 @@ class Event:
         return parse_event(obj)
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class VerifiedEvent(Event):
     """An event whose id and signature were checked. Build it only via check/sign functions."""
 

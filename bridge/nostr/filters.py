@@ -15,10 +15,11 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Any
 
 from bridge.nostr.event import MAX_CREATED_AT, MAX_KIND, Event
+from bridge.records import record
 
 __all__ = [
     "Filter",
@@ -49,7 +50,7 @@ def _check_int(name: str, value: object, maximum: int) -> None:
         raise FilterError(f"{name} must be an integer in 0..{maximum}")
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class Filter:
     """One NIP-01 filter. ``None`` (or an empty ``tags``) means "no constraint".
 

@@ -19,13 +19,13 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass
 from typing import Any, TypeAlias, assert_never
 
 import orjson
 
 from bridge.nostr.event import Event, InvalidEventError, parse_event
 from bridge.nostr.filters import Filter, FilterError, parse_filter
+from bridge.records import record
 
 __all__ = [
     "MAX_MESSAGE_SIZE",
@@ -74,7 +74,7 @@ class ClientMessageError(ValueError):
 # --- relay → client ------------------------------------------------------------------------------
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class EventMessage:
     """``["EVENT", <subscription_id>, <event>]``: the event's shape is checked, not its signature."""
 
@@ -82,7 +82,7 @@ class EventMessage:
     event: Event
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class OkMessage:
     """``["OK", <event_id>, <accepted>, <message>]`` (NIP-01)."""
 
@@ -96,14 +96,14 @@ class OkMessage:
         return message_prefix(self.message)
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class EoseMessage:
     """``["EOSE", <subscription_id>]``: stored events done, live events follow."""
 
     subscription_id: str
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class ClosedMessage:
     """``["CLOSED", <subscription_id>, <message>]``: the relay ended a subscription."""
 
@@ -116,21 +116,21 @@ class ClosedMessage:
         return message_prefix(self.message)
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class NoticeMessage:
     """``["NOTICE", <message>]``: human-readable, for logs only."""
 
     message: str
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class AuthChallenge:
     """``["AUTH", <challenge>]`` (NIP-42): the string our AUTH event must carry."""
 
     challenge: str
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class CountMessage:
     """``["COUNT", <subscription_id>, {"count": n, "approximate"?: bool}]`` (NIP-45)."""
 
@@ -152,14 +152,14 @@ RelayMessage: TypeAlias = (
 # --- client → relay ------------------------------------------------------------------------------
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class PublishMessage:
     """``["EVENT", <event>]``: publish an event."""
 
     event: Event
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class ReqMessage:
     """``["REQ", <subscription_id>, <filter>...]``: open (or replace) a subscription."""
 
@@ -167,14 +167,14 @@ class ReqMessage:
     filters: tuple[Filter, ...]
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class CloseMessage:
     """``["CLOSE", <subscription_id>]``: end a subscription."""
 
     subscription_id: str
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class AuthResponse:
     """``["AUTH", <signed kind-22242 event>]`` (NIP-42)."""
 

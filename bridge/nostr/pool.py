@@ -50,7 +50,6 @@ import random
 import time
 from collections import OrderedDict
 from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
-from dataclasses import dataclass
 from types import TracebackType
 from typing import Any
 
@@ -68,6 +67,7 @@ from bridge.nostr.relay import (
     RelayConnectionError,
     RelayEventReceived,
 )
+from bridge.records import record
 from bridge.tasks import TaskSet, race
 
 __all__ = [
@@ -95,7 +95,7 @@ class RelayState(enum.Enum):
     """Down: waiting for the next attempt, or the pool is closed."""
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class RelayStatus:
     """A snapshot of one relay for ``status`` displays (times are unix seconds)."""
 
@@ -109,7 +109,7 @@ class RelayStatus:
     """Connection attempts failed or dropped since the last reset of the backoff."""
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class PublishReport:
     """The answers of all relays to one publish."""
 

@@ -52,7 +52,6 @@ import enum
 import logging
 import time
 from collections.abc import Awaitable, Callable, Sequence
-from dataclasses import dataclass
 from typing import Any, Protocol, assert_never
 
 from websockets.asyncio.client import ClientConnection, connect
@@ -85,6 +84,7 @@ from bridge.nostr.relay_session import (
     SignAuth,
     SubscriptionClosed,
 )
+from bridge.records import record
 from bridge.tasks import TaskSet
 
 __all__ = [
@@ -158,7 +158,7 @@ class PublishStatus(enum.Enum):
     """Sent, no ``OK`` yet when the report was made (another relay accepted first)."""
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class PublishOutcome:
     """One relay's answer to one publish."""
 

@@ -80,6 +80,7 @@ from bridge.nostr.messages import (
     serialize_client_message,
 )
 from bridge.nostr.nip42 import is_auth_required
+from bridge.records import record
 
 __all__ = [
     "AuthFinished",
@@ -106,7 +107,7 @@ class LogLevel(enum.Enum):
     WARNING = "warning"
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class Log:
     """Log this line: ``<prefix> <relay url> <template % args>``."""
 
@@ -121,21 +122,21 @@ class Log:
         return self.template % self.args
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class SendMessage:
     """Send this frame to the relay."""
 
     message: ClientMessage
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class SignAuth:
     """Sign the kind-22242 event answering ``challenge``, and hand it to ``auth_signed``."""
 
     challenge: str
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class RelayEventReceived:
     """A verified event a relay delivered for one of our subscriptions."""
 
@@ -144,14 +145,14 @@ class RelayEventReceived:
     event: VerifiedEvent
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class EndOfStoredEvents:
     """The subscription's whole stored backlog was handed on; live events follow."""
 
     subscription_id: str
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class SubscriptionClosed:
     """The relay ended the subscription for good (after the one AUTH retry, if asked)."""
 
@@ -159,14 +160,14 @@ class SubscriptionClosed:
     message: str
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class OkReceived:
     """The relay's ``OK`` for an event announced with :meth:`RelaySession.expect_ok`."""
 
     ok: OkMessage
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class AuthFinished:
     """The NIP-42 attempt ended: ``accepted`` when the relay took our AUTH event."""
 

@@ -7,8 +7,9 @@ a client that reads them is never surprised by a refusal.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any
+
+from bridge.records import record
 
 __all__ = [
     "INFO_CONTENT_TYPE",
@@ -22,7 +23,7 @@ SUPPORTED_NIPS = (1, 9, 11, 33, 40)
 """NIP-33 is now part of NIP-01 (addressable events); relays still list it, and clients look."""
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class RelayLimits:
     """What one client may ask of the relay.
 

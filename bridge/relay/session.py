@@ -13,7 +13,6 @@ The session also holds the client's subscriptions, and answers which of them an 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
 from typing import TypeAlias, assert_never
 
 import orjson
@@ -28,6 +27,7 @@ from bridge.nostr.messages import (
     ReqMessage,
     parse_client_message,
 )
+from bridge.records import record
 from bridge.relay.nip11 import RelayLimits
 
 __all__ = [
@@ -45,7 +45,7 @@ __all__ = [
 ]
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class Publish:
     """A well-formed event within the limits; not yet verified, admitted or stored."""
 
@@ -53,7 +53,7 @@ class Publish:
     event_json: str
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class Subscribe:
     """A REQ the session took: the subscription is registered; send stored events, then EOSE."""
 
@@ -61,14 +61,14 @@ class Subscribe:
     filters: tuple[Filter, ...]
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class Unsubscribe:
     """A CLOSE (the subscription is gone already; NIP-01 sends nothing back)."""
 
     subscription_id: str
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class Reply:
     """Bad input: send ``frame`` back and go on."""
 

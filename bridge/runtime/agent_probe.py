@@ -41,12 +41,13 @@ import signal
 import tempfile
 import time
 from collections.abc import AsyncIterator, Awaitable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import IO, TYPE_CHECKING, Any, Final, TypeVar
 
 from bridge import __version__
 from bridge.agent_config import AgentConfig
 from bridge.protocol import ModelEntry
+from bridge.records import record
 from bridge.tasks import race
 
 if TYPE_CHECKING:
@@ -80,7 +81,7 @@ _REASON_MAX: Final = 240
 T = TypeVar("T")
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class AgentProbe:
     """Whether one agent started, and what it said about itself.
 
@@ -114,7 +115,7 @@ class AgentProbe:
         return f"{who}{extra}, answered in {self.seconds:.1f} s"
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class AgentModels:
     """The models one agent offers a new session (empty with a reason when it could not say)."""
 

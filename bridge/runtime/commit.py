@@ -42,7 +42,6 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Awaitable, Callable, Sequence
-from dataclasses import dataclass
 from typing import assert_never
 
 from bridge.engine.effects import (
@@ -70,6 +69,7 @@ from bridge.engine.effects import (
     StoreOp,
 )
 from bridge.logs import redact, register_secret
+from bridge.records import record
 from bridge.runtime.outbound import Outbound, SealedEvent
 from store import accounts as accounts_store
 from store import bridge_state as state
@@ -213,7 +213,7 @@ def group_statements(prepared: Sequence[PreparedCommit]) -> list[Statement]:
     return statements
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class PreparedCommit:
     """A commit with its replies sealed and their outbox rows built: nothing written yet.
 

@@ -44,7 +44,7 @@ import logging
 import os
 import time
 from collections.abc import Callable, Coroutine, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from typing import Any
 
 import orjson
@@ -56,6 +56,7 @@ from bridge.nostr.keys import Keypair
 from bridge.nostr.nip44 import ConversationKeyCache, encrypt
 from bridge.nostr.pool import PublishReport, RelayPool
 from bridge.protocol import BridgeToPhone
+from bridge.records import record
 from bridge.tasks import CriticalExit, TaskSet
 from store import bridge_state
 from store.db import BridgeDatabase, Statement
@@ -84,7 +85,7 @@ RESEND_CONCURRENCY = 16
 CLOCK_KEY = "publish.lastCreatedAt"
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class SealedEvent:
     """A signed event ready for the relays; `durable` ones have an outbox row."""
 

@@ -27,7 +27,6 @@ import pwd
 import subprocess
 import sys
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Final
 
@@ -39,6 +38,7 @@ from bridge.control.sessions_close import (
     close_sessions,
     closed_lines,
 )
+from bridge.records import record
 from bridge.service.systemd import (
     Outcome,
     ServiceError,
@@ -226,7 +226,7 @@ def _unseen_settings(env: Mapping[str, str], home: Path) -> list[str]:
 # --- closing the sessions (uninstall) ----------------------------------------------------------
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class _LeaveSessions:
     """``uninstall`` does not close the sessions, for `reason`."""
 

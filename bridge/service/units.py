@@ -16,9 +16,10 @@ why the stronger sandboxing options are absent. Every unit carries `MARKER`, by 
 from __future__ import annotations
 
 import shlex
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Final, Literal
+
+from bridge.records import record
 
 __all__ = [
     "ENV_FILE_NAME",
@@ -70,7 +71,7 @@ def _quote_assignment(name: str, value: str) -> str:
     return text
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class UnitSpec:
     """What varies between installations.
 

@@ -16,13 +16,15 @@ auto-accept mode is never chosen: it would stop asking, and its calls would skip
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Final
+
+from bridge.records import record
 
 __all__ = ["GENERIC", "PROFILES", "AgentProfile", "agent_mode", "profile_for"]
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class AgentProfile:
     """One agent's particulars.
 

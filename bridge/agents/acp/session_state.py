@@ -20,11 +20,12 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from bridge.agents.input_log import LoggedInput
+from bridge.records import record
 
 __all__ = ["Replayed", "SessionOptions", "matched_inputs", "user_messages"]
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class Replayed:
     """One update of a replay, reduced to what counting needs."""
 
@@ -125,10 +126,10 @@ def matched_inputs(logged: Sequence[LoggedInput], messages: Sequence[str]) -> se
     """The uids of the `logged` inputs the replayed user `messages` show were received."""
     unique: list[LoggedInput] = []
     seen: set[str] = set()
-    for record in logged:
-        if record.uid not in seen:
-            seen.add(record.uid)
-            unique.append(record)
+    for item in logged:
+        if item.uid not in seen:
+            seen.add(item.uid)
+            unique.append(item)
     matched: set[str] = set()
     position = 0
     for message in messages:

@@ -35,8 +35,10 @@ from __future__ import annotations
 
 import shlex
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Any, Final
+
+from bridge.records import record
 
 __all__ = ["GateCall", "choose_option", "gate_call"]
 
@@ -49,7 +51,7 @@ _PATTERN_KEYS: Final = ("pattern", "query", "regex", "glob")
 _NAME_CHARS: Final = 64
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class GateCall:
     """One call as the gate and the phone read it."""
 

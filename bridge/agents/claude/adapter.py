@@ -61,6 +61,7 @@ from typing import Any, Final
 
 from bridge.agents.tool_render import build_diff, diff_fallback_text, tool_result_text, tool_summary
 from bridge.host.vocabulary import make_entry
+from bridge.records import record
 
 __all__ = [
     "AUTHORED_MEMORY",
@@ -97,7 +98,7 @@ _INT_MAX: Final = 2**64 - 1
 _SAFE_INT: Final = 2**53
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class SessionMeta:
     """What the model answered to the bridge's session-meta request."""
 
@@ -138,7 +139,7 @@ class _Held:
     released: bool  # the message called a tool: the rest of it is released at once
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class _Assistant:
     """The fields of an ``assistant`` frame the adapter reads (what the SDK's parser took)."""
 

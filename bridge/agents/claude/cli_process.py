@@ -43,12 +43,12 @@ import signal
 import sys
 from collections import deque
 from collections.abc import Mapping
-from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
 from typing import Final
 
 from bridge.agents.child_process import spawn_with_own_stdin
+from bridge.records import record
 from bridge.tasks import TaskSet
 
 from .environment import SDK_MANAGED_VARIABLES
@@ -84,7 +84,7 @@ _SDK_PACKAGE: Final = "claude_agent_sdk"
 _VERSION_LINE: Final = re.compile(r"""__version__\s*=\s*["']([^"']+)["']""")
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class CliOptions:
     """The options of one CLI process that become flags.
 

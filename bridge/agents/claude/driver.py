@@ -47,7 +47,6 @@ import signal
 import subprocess
 import uuid
 from collections.abc import Collection, Mapping
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final
 
@@ -64,6 +63,7 @@ from bridge.host.events import (
     StateChanged,
 )
 from bridge.host.vocabulary import PERMISSION_MODES, iso_timestamp, make_entry
+from bridge.records import record
 from bridge.tasks import TaskSet
 
 from .adapter import Adapter
@@ -148,7 +148,7 @@ class _Closed(Exception):
     """:meth:`ClaudeDriver.close` was called while the CLI was being started."""
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class _Cli:
     """One launched CLI and what serves it."""
 

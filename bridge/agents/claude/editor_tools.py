@@ -42,13 +42,14 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Mapping
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from pathlib import Path
 from typing import Any, Final
 
 import orjson
 
 from bridge.agents.workspace_tools import WorkspaceTools, leftovers
+from bridge.records import record
 
 from .cli_process import CliOptions, sdk_version
 from .cli_protocol import ControlError, Handler
@@ -81,7 +82,7 @@ INSTRUCTIONS: Final = (
 )
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class EditorTools:
     """The MCP server of one session's Desiide tools."""
 

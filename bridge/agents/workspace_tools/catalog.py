@@ -13,8 +13,9 @@ make it guess).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any, Final
+
+from bridge.records import record
 
 __all__ = [
     "LIST_FILES",
@@ -37,7 +38,7 @@ TOOL_NAMES: Final = (READ_FILE, LIST_FILES, SEARCH, PROPOSE_EDIT, RUN_COMMAND)
 MAX_TIMEOUT_MS: Final = 600_000
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class ToolSpec:
     """One tool as it is listed to the model."""
 

@@ -14,8 +14,9 @@ unknown name is an ``invalid_arguments`` error naming the argument, never a gues
 from __future__ import annotations
 
 from collections.abc import Collection, Mapping
-from dataclasses import dataclass
 from typing import Final
+
+from bridge.records import record
 
 __all__ = [
     "INVALID_ARGUMENTS",
@@ -30,7 +31,7 @@ __all__ = [
 INVALID_ARGUMENTS: Final = "invalid_arguments"
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class ToolResult:
     """The outcome of one tool call.
 

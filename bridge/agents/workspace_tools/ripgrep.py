@@ -26,9 +26,9 @@ from __future__ import annotations
 import asyncio
 import contextlib
 from collections.abc import Mapping
-from dataclasses import dataclass
 from typing import Final
 
+from bridge.records import record
 from bridge.ripgrep import find_ripgrep as locate_ripgrep
 
 from .paths import Workspace
@@ -74,7 +74,7 @@ def find_ripgrep(env: Mapping[str, str]) -> str:
     return found
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class _Run:
     lines: list[str]
     more: int

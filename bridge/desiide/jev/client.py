@@ -27,8 +27,9 @@ from __future__ import annotations
 import json
 import logging
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from typing import Any, Final
+
+from bridge.records import record
 
 from ..model_errors import ModelError, ProbeResult
 from ..model_http import Endpoint, ModelCallFailed, api_url, auth_headers, request_json
@@ -115,7 +116,7 @@ class JevError(Exception):
         return wire
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class Judgement:
     """A parsed verdict and how long the judge took."""
 

@@ -32,9 +32,10 @@ import asyncio
 import logging
 import os
 from collections.abc import Iterator, Mapping, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final
+
+from bridge.records import record
 
 from .packs import (
     AvailableModel,
@@ -84,7 +85,7 @@ _CI_FLAGS: Final = ("GITHUB_ACTIONS", "GITLAB_CI", "BUILDKITE", "JENKINS_URL", "
 _GIT_CONFIG: Final = ("-c", "core.fsmonitor=false", "-c", "core.quotepath=on")
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class WorkspaceFacts:
     """What :func:`gather_facts` found (see the module docstring)."""
 
@@ -194,8 +195,8 @@ async def _head_sizes(root: Path, paths: Sequence[str]) -> dict[str, int]:
         return {}
     out = await _git(root, "ls-tree", "-l", "-z", "HEAD", "--", *paths[:MAX_SIZED])
     sizes: dict[str, int] = {}
-    for record in (out or "").split("\0"):
-        meta, tab, path = record.partition("\t")
+    for line in (out or "").split("\0"):
+        meta, tab, path = line.partition("\t")
         fields = meta.split()
         if tab and len(fields) == 4 and fields[1] == "blob" and fields[3].isdigit():
             sizes[path] = int(fields[3])
@@ -209,7 +210,7 @@ def _disk_size(root: Path, path: str) -> int | None:
         return None
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class WorkingTree:
     """The changed and new files, and which of them git does not track yet."""
 

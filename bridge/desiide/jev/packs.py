@@ -45,8 +45,9 @@ import itertools
 import posixpath
 import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass
 from typing import Any, Final, Literal, Protocol, TypeVar
+
+from bridge.records import record
 
 __all__ = [
     "DEFAULT_PREFERENCE",
@@ -127,7 +128,7 @@ def has_pending_migrations(changed_paths: Iterable[str]) -> bool:
     return False
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class FileFacts:
     """What is known about one file in play (``FileMeta`` on the wire).
 
@@ -146,7 +147,7 @@ class FileFacts:
     deleted: bool = False
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class AvailableModel:
     """A model as ``workflow_select@1`` shows it. None means unknown (sent as null: a made-up
     number would mislead the judge)."""

@@ -27,8 +27,9 @@ import json
 import math
 import re
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from typing import Any, Final, Literal, assert_never
+
+from bridge.records import record
 
 __all__ = [
     "PROB_TOLERANCE",
@@ -58,7 +59,7 @@ class MalformedResult(ValueError):
     """The judge's reply does not fit the expected format (the message says how)."""
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class ChoiceResult:
     """``choice {selected, probs}``."""
 
@@ -69,7 +70,7 @@ class ChoiceResult:
         return {"selected": self.selected, "probs": dict(self.probs)}
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class ScoreResult:
     """``score {score 0–4, probs?}``; ``probs[i]`` is the probability of score ``i``."""
 
@@ -83,7 +84,7 @@ class ScoreResult:
         return wire
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class NoulResult:
     """``noul {answer: yes|no|unknown, pYes}``."""
 
