@@ -35,6 +35,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import faulthandler
+import gc
 import json
 import logging
 import os
@@ -190,10 +191,28 @@ def _configure_logging(level: str, fmt: str = "auto") -> None:
         faulthandler.enable(file=sys.stderr)
 
 
+def _loaded(*, collect: bool) -> None:
+    """The command's modules are loaded: turn the garbage collector back on.
+
+    ``bridge.__main__`` turned it off for start-up (its docstring says why). What start-up made
+    lives as long as the process, so it is frozen out of every later collection; a long-lived
+    process (`collect`) first collects once, so that start-up's garbage is not frozen with it.
+    A caller that imported this module itself (a test calling :func:`main`) left the collector
+    on: then nothing changes.
+    """
+    if gc.isenabled():
+        return
+    if collect:
+        gc.collect()
+    gc.freeze()
+    gc.enable()
+
+
 def _cmd_run(args: argparse.Namespace) -> int:
     from bridge.runtime.daemon import DaemonError, run_daemon
     from store.errors import StoreError
 
+    _loaded(collect=True)
     _configure_logging(args.log_level, args.log_format)
     try:
         settings = load_settings(
@@ -221,11 +240,12 @@ def _cmd_run(args: argparse.Namespace) -> int:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Entry point of the ``codedeck-bridge`` console script."""
+    """Entry point of the ``codedeck-bridge`` console script (through ``bridge.__main__``)."""
     parser = build_parser()
     args = parser.parse_args(argv)
     if args.command == "run":
         return _cmd_run(args)
+    _loaded(collect=False)
     if args.command in CONTROL_COMMANDS:
         return run_control_command(args)
     commands = {
