@@ -29,7 +29,8 @@ exactly what the generated ones mean:
 - ``__getstate__``/``__setstate__``: the field values in order, as ``dataclasses`` adds to a
   frozen slotted class, so ``copy`` and ``pickle`` work.
 
-A method the class body writes is kept, as ``dataclasses`` keeps it. To ``dataclasses`` the class
+A method the class body writes is kept, as ``dataclasses`` keeps it. ``InitVar`` pseudo-fields
+are refused (the project has none). To ``dataclasses`` the class
 is not frozen (its ``__dataclass_params__`` says so); the type checker knows it is
 (``frozen_default``), and so does every assignment at run time. Python 3.13 compiles a
 dataclass's methods in one ``exec``; there this can become ``dataclass(frozen=True, slots=True)``
@@ -59,6 +60,10 @@ def record(cls: type[_T], /) -> type[_T]:
         cls, init=False, repr=False, eq=False, frozen=False, slots=True
     )
     fields = dataclasses.fields(made)  # type: ignore[arg-type]
+    declared: dict[str, dataclasses.Field[Any]] = vars(made)["__dataclass_fields__"]
+    pseudo = declared.keys() - {f.name for f in fields}  # ClassVar and InitVar
+    if any("InitVar" in str(declared[name].type) for name in pseudo):
+        raise TypeError(f"{made.__qualname__}: @record takes no InitVar; use @dataclass for it")
     compared = _tuple_getter([f.name for f in fields if f.compare])
     hashed = _tuple_getter([f.name for f in fields if (f.compare if f.hash is None else f.hash)])
     shown = tuple(f.name for f in fields if f.repr)

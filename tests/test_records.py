@@ -244,6 +244,15 @@ def test_methods_the_class_body_wrote_are_kept() -> None:
     assert hash(Constant(1)) == 7
 
 
+def test_an_init_var_is_refused_at_the_class_not_ignored() -> None:
+    with pytest.raises(TypeError, match="InitVar"):
+
+        @record
+        class WithInitVar:
+            a: int
+            b: dataclasses.InitVar[int]
+
+
 def test_a_recursive_repr_does_not_recurse_forever() -> None:
     @record
     class Box:
