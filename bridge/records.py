@@ -152,13 +152,18 @@ def _init(cls: type, fields: tuple[dataclasses.Field[Any], ...]) -> Callable[...
         else:
             continue  # init=False with nothing to set it from: left unset, as dataclasses does
         if f.init:
-            param = f"{f.name}={default}" if default else f.name
-            (keyword if f.kw_only is True else positional).append(param)
+            params = keyword if f.kw_only is True else positional
+            if params is positional and params and not default and "=" in params[-1]:
+                raise TypeError(
+                    f"{cls.__qualname__}: field {f.name!r} without a default follows one with a"
+                    " default (give it a default, or make it keyword-only)"
+                )
+            params.append(f"{f.name}={default}" if default else f.name)
         lines.append(f"  __record_set(self, {f.name!r}, {value})")
     if hasattr(cls, "__post_init__"):
         lines.append("  self.__post_init__()")
-    params = ["self", *positional, *(["*", *keyword] if keyword else [])]
-    text = f"def __init__({', '.join(params)}):\n" + ("\n".join(lines) or "  pass")
+    signature = ["self", *positional, *(["*", *keyword] if keyword else [])]
+    text = f"def __init__({', '.join(signature)}):\n" + ("\n".join(lines) or "  pass")
     namespace: dict[str, Any] = {}
     exec(text, names, namespace)
     init: Callable[..., None] = namespace["__init__"]

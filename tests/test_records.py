@@ -186,7 +186,7 @@ def test_what_dataclasses_generates_is_still_there() -> None:
     with pytest.raises(FrozenInstanceError):
         point.x = 3  # type: ignore[misc]
     with pytest.raises(FrozenInstanceError):
-        del point.x  # type: ignore[misc]
+        del point.x
     with pytest.raises((AttributeError, TypeError)):
         point.other = 1  # type: ignore[attr-defined]
     kept = Kept(1, (2, 3))
@@ -242,6 +242,15 @@ def test_methods_the_class_body_wrote_are_kept() -> None:
     assert ByLength("ab") == ByLength("cd")
     assert hash(ByLength("ab")) == hash(("ab",))  # Python's __hash__ = None replaced, as dataclass
     assert hash(Constant(1)) == 7
+
+
+def test_a_field_without_a_default_after_one_with_a_default_is_a_clear_type_error() -> None:
+    with pytest.raises(TypeError, match="'b' without a default follows"):
+
+        @record
+        class Misordered:
+            a: int = 0
+            b: int  # type: ignore[misc]
 
 
 def test_an_init_var_is_refused_at_the_class_not_ignored() -> None:
