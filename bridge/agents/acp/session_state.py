@@ -11,6 +11,9 @@ Pure helpers of :mod:`.driver`:
   came from the bridge, in the order of the input log, so the replayed user messages are matched
   to the log's records by text, in order. When one does not match (an agent that rewrites what it
   stores), the match falls back to position: the first *n* inputs of the log for *n* messages.
+  An agent may also replay context it added to the conversation itself as a user message (Gemini
+  CLI's ``<session_context>`` block: the machine, the date, the workspace tree); such a block is
+  not a message of ours and is skipped, as the agent's own interface skips it.
 """
 
 from __future__ import annotations
@@ -22,7 +25,11 @@ from typing import Any
 from bridge.agents.input_log import LoggedInput
 from bridge.records import record
 
-__all__ = ["Replayed", "SessionOptions", "matched_inputs", "user_messages"]
+__all__ = ["AGENT_CONTEXT_MARKS", "Replayed", "SessionOptions", "matched_inputs", "user_messages"]
+
+#: How a user message the agent wrote itself starts (Gemini CLI 0.61 hides the same two in its
+#: own history view).
+AGENT_CONTEXT_MARKS = ("<session_context>", "<hook_context>")
 
 
 @record
@@ -106,12 +113,13 @@ def _values(options: Any) -> list[tuple[str, str | None]]:
 
 def user_messages(replayed: Sequence[Replayed]) -> list[str]:
     """The user messages of a replay, in order: consecutive user chunks joined, a new message
-    at every other update between them or at a new ``messageId``."""
+    at every other update between them or at a new ``messageId``. A block of the agent's own
+    context (:data:`AGENT_CONTEXT_MARKS`) is left out and ends the message before it."""
     messages: list[str] = []
     open_id: str | None = None
     joining = False
     for item in replayed:
-        if not item.user:
+        if not item.user or item.text.lstrip().startswith(AGENT_CONTEXT_MARKS):
             joining = False
             continue
         if joining and (item.message_id is None or item.message_id == open_id):

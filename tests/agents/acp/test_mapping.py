@@ -210,6 +210,17 @@ def test_user_messages_split_on_other_updates_and_message_ids() -> None:
     assert user_messages(replay) == ["first", "second", "third"]
 
 
+def test_user_messages_leave_out_the_agents_own_context() -> None:
+    # Gemini CLI 0.61's rare successful session/load: its context block, then the prompt, both
+    # chunks without a messageId.
+    replay = [
+        Replayed(True, None, "<session_context>\nThis is the Gemini CLI.\n</session_context>"),
+        Replayed(True, None, "first prompt"), Replayed(False),
+        Replayed(True, None, "  <hook_context>x</hook_context>"), Replayed(True, None, "second"),
+    ]  # fmt: skip
+    assert user_messages(replay) == ["first prompt", "second"]
+
+
 def test_matched_inputs_skip_what_was_logged_but_never_sent() -> None:
     logged = [LoggedInput("u1", "one"), LoggedInput("u2", "two"), LoggedInput("u3", "three"),
               LoggedInput("u2", "two")]  # fmt: skip
