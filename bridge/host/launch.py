@@ -22,6 +22,7 @@ from bridge.records import record
 __all__ = [
     "AGENTS",
     "DEFAULT_ORPHAN_TIMEOUT",
+    "DEFAULT_UNCLAIMED_TIMEOUT",
     "LaunchError",
     "LaunchSpec",
     "RestartOrder",
@@ -33,6 +34,11 @@ AGENTS: Final = frozenset({"claude", "scripted", "acp"})
 """The agent kinds a host can run (the driver modules it imports by name)."""
 DEFAULT_ORPHAN_TIMEOUT: Final = 3600.0
 """Seconds a host whose agent is idle waits for a daemon before it stops by itself."""
+DEFAULT_UNCLAIMED_TIMEOUT: Final = 120.0
+"""Seconds a host that no daemon has connected to yet waits for one. Its launcher connects
+within milliseconds of the host's answer; a host nobody took over was launched by a daemon that
+stopped or died meanwhile, and a daemon restarted by systemd (``RestartSec=5s``) adopts it well
+within this. Without it such a host, and its agent, ran on for :data:`DEFAULT_ORPHAN_TIMEOUT`."""
 
 
 class LaunchError(ValueError):
@@ -68,6 +74,7 @@ class LaunchSpec:
         home: the bridge home (the host's directory is derived from it and the session id).
         driver: what the agent starts with.
         orphan_timeout: seconds without a daemon, agent idle, before the host stops by itself.
+        unclaimed_timeout: the same, while no daemon has connected yet (the shorter wins).
         log_level: the host log's level name (``INFO``, ``DEBUG``).
         seq_floor: the daemon's cursor for the session: the journal numbers above it.
         restart: set when this host resumes a session whose last host ended.
@@ -77,6 +84,7 @@ class LaunchSpec:
     home: Path
     driver: DriverSpec
     orphan_timeout: float = DEFAULT_ORPHAN_TIMEOUT
+    unclaimed_timeout: float = DEFAULT_UNCLAIMED_TIMEOUT
     log_level: str = "INFO"
     seq_floor: int = 0
     restart: RestartOrder | None = None
@@ -91,6 +99,7 @@ def encode_launch(spec: LaunchSpec) -> bytes:
                 "agent": spec.agent,
                 "home": str(spec.home),
                 "orphan_timeout": spec.orphan_timeout,
+                "unclaimed_timeout": spec.unclaimed_timeout,
                 "log_level": spec.log_level,
                 "seq_floor": spec.seq_floor,
                 "restart": _restart_json(spec.restart),
@@ -127,9 +136,8 @@ def decode_launch(line: bytes) -> LaunchSpec:
     if agent not in AGENTS:
         raise LaunchError(f"unknown agent {agent!r}")
     home = _str(raw, "home")
-    timeout = raw.get("orphan_timeout", DEFAULT_ORPHAN_TIMEOUT)
-    if not isinstance(timeout, (int, float)) or isinstance(timeout, bool) or timeout <= 0:
-        raise LaunchError("orphan_timeout must be a positive number")
+    timeout = _positive(raw, "orphan_timeout", DEFAULT_ORPHAN_TIMEOUT)
+    unclaimed = _positive(raw, "unclaimed_timeout", DEFAULT_UNCLAIMED_TIMEOUT)
     level = raw.get("log_level", "INFO")
     if not isinstance(level, str):
         raise LaunchError("log_level must be a string")
@@ -162,7 +170,14 @@ def decode_launch(line: bytes) -> LaunchSpec:
     if not driver.session_id:
         raise LaunchError("driver.session_id must not be empty")
     return LaunchSpec(
-        str(agent), Path(home), driver, float(timeout), level, floor, _restart(raw.get("restart"))
+        str(agent),
+        Path(home),
+        driver,
+        orphan_timeout=timeout,
+        unclaimed_timeout=unclaimed,
+        log_level=level,
+        seq_floor=floor,
+        restart=_restart(raw.get("restart")),
     )
 
 
@@ -202,6 +217,13 @@ def _restart(raw: object) -> RestartOrder | None:
         tuple(InterruptedInput(c["uid"], c["label"], c["text"]) for c in candidates),
         tuple(taken),
     )
+
+
+def _positive(raw: Mapping[str, Any], name: str, default: float) -> float:
+    value = raw.get(name, default)
+    if not isinstance(value, (int, float)) or isinstance(value, bool) or value <= 0:
+        raise LaunchError(f"{name} must be a positive number")
+    return float(value)
 
 
 def _str(raw: Mapping[str, Any], name: str) -> str:

@@ -21,7 +21,9 @@ its driver and the server of its socket:
   lets a connected daemon receive it, and exits; the journal stays for the next daemon, which
   reads what it did not get from the file. With no daemon for ``orphan_timeout`` seconds while
   the agent is idle and nothing is parked, the host stops the agent and exits (the session is
-  resumed by the next daemon). A journal that cannot be written stops the host (fail loud).
+  resumed by the next daemon). Until a first daemon connected, ``unclaimed_timeout`` (two
+  minutes) applies instead: a host nobody took over was launched by a daemon that stopped or
+  died before it connected, and it would otherwise keep its agent running for an hour. A journal that cannot be written stops the host (fail loud).
 
 Security: the socket is 0600 in the host's 0700 directory, and a peer whose uid is not ours
 (or root's) is refused (``SO_PEERCRED``).
@@ -131,6 +133,8 @@ class SessionHost:
         self._checks: dict[str, tuple[ToolCheck, asyncio.Future[ToolVerdict]]] = {}
         self._link: DaemonConnection | None = None
         self._orphaned_since: float = monotonic()
+        self._claimed = False
+        """Whether a daemon has connected (said ``hello``) since the host started."""
         self._grew = asyncio.Event()
         self._stop = asyncio.Event()
         self._close_requested: Close | None = None
@@ -308,22 +312,26 @@ class SessionHost:
                 check_future.cancel()
 
     async def _watch_orphan(self) -> None:
-        """Stop when no daemon came for `orphan_timeout` s while nothing waits on one."""
+        """Stop when no daemon came for `orphan_timeout` s (`unclaimed_timeout` s while none
+        ever did) while nothing waits on one."""
+        spec = self._spec
         while True:
-            await asyncio.sleep(min(_ORPHAN_CHECK, self._spec.orphan_timeout))
+            await asyncio.sleep(min(_ORPHAN_CHECK, spec.orphan_timeout, spec.unclaimed_timeout))
             if self._link is not None:
                 continue
+            limit = (
+                spec.orphan_timeout
+                if self._claimed
+                else min(spec.orphan_timeout, spec.unclaimed_timeout)
+            )
             idle = self.driver.status().state == "idle"
             waiting = self._permissions or self._checks
-            if (
-                idle
-                and not waiting
-                and self._monotonic() - self._orphaned_since >= self._spec.orphan_timeout
-            ):
+            if idle and not waiting and self._monotonic() - self._orphaned_since >= limit:
                 logger.info(
-                    "host %s: no daemon for %.0f s and the agent is idle; stopping",
+                    "host %s: %s for %.0f s and the agent is idle; stopping",
                     self.sid,
-                    self._spec.orphan_timeout,
+                    "no daemon" if self._claimed else "no daemon took this host over",
+                    limit,
                 )
                 self._stop.set()
                 return
@@ -351,6 +359,7 @@ class SessionHost:
             await link.close()
             return
         previous, self._link = self._link, link
+        self._claimed = True
         if previous is not None:
             await previous.close()
         logger.info("host %s: a daemon connected (replay after %d)", self.sid, hello.after)

@@ -144,13 +144,18 @@ def home() -> Iterator[Path]:
 
 
 async def start_host(
-    home: Path, *, orphan_timeout: float = 3600.0, restart: RestartOrder | None = None
+    home: Path,
+    *,
+    orphan_timeout: float = 3600.0,
+    unclaimed_timeout: float = 3600.0,
+    restart: RestartOrder | None = None,
 ) -> Rig:
     spec = LaunchSpec(
         "scripted",
         home,
         DriverSpec(SESSION, "/w"),
         orphan_timeout=orphan_timeout,
+        unclaimed_timeout=unclaimed_timeout,
         restart=restart,
     )
     paths = host_paths(home, SESSION)
@@ -416,6 +421,32 @@ async def test_a_host_no_daemon_comes_to_stops_once_the_agent_is_idle(
         assert await rig.task == 0
     assert rig.driver.closed
     assert host_paths(home, SESSION).journal.exists()  # the next daemon resumes from it
+
+
+async def test_a_host_no_daemon_ever_took_over_stops_after_the_unclaimed_timeout(
+    home: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Its launcher stopped or died before connecting: it must not keep its agent for an hour.
+    monkeypatch.setattr(server_module, "_ORPHAN_CHECK", 0.05)
+    rig = await start_host(home, unclaimed_timeout=0.3)
+    async with asyncio.timeout(WAIT):
+        assert await rig.task == 0
+    assert rig.driver.closed
+    assert host_paths(home, SESSION).journal.exists()
+
+
+async def test_a_host_a_daemon_took_over_waits_the_orphan_timeout_after_it_left(
+    home: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(server_module, "_ORPHAN_CHECK", 0.05)
+    rig = await start_host(home, unclaimed_timeout=0.3)
+    link = await rig.connect()
+    await link.close()
+    await asyncio.sleep(0.8)
+    assert not rig.task.done()  # claimed: the hour-long orphan timeout applies now
+    rig.host.request_stop()
+    async with asyncio.timeout(WAIT):
+        assert await rig.task == 0
 
 
 async def test_a_journal_that_cannot_be_written_stops_the_host(

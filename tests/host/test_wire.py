@@ -198,6 +198,8 @@ def test_the_launch_spec_carries_the_environment_and_refuses_bad_specs() -> None
         DriverSpec(
             "s-1", "/w", env={"ANTHROPIC_AUTH_TOKEN": "tok-secret-1"}, options={"check_tools": True}
         ),
+        orphan_timeout=600.0,
+        unclaimed_timeout=30.0,
         seq_floor=7,
         restart=RestartOrder("gone", 1, 2, (InterruptedInput("u", "in-1", "hi"),), ("u",)),
     )
@@ -205,6 +207,10 @@ def test_the_launch_spec_carries_the_environment_and_refuses_bad_specs() -> None
     assert "tok-secret-1" not in repr(spec.driver)  # the env never shows in a repr (logs)
     with pytest.raises(LaunchError, match="unknown agent"):
         decode_launch(b'{"agent": "x", "driver": {}}')
+    base = b'"agent": "scripted", "home": "/h", "driver": {"session_id": "s", "cwd": "/", "permission_mode": "plan"}'
+    for bad in (b'"unclaimed_timeout": 0', b'"unclaimed_timeout": true', b'"orphan_timeout": "1"'):
+        with pytest.raises(LaunchError, match=r"_timeout must be a positive number"):
+            decode_launch(b"{" + base + b", " + bad + b"}")
     with pytest.raises(LaunchError, match=r"driver\.env must map strings to strings"):
         decode_launch(
             b'{"agent": "scripted", "home": "/h", "driver": {"session_id": "s", "cwd": "/",'

@@ -231,13 +231,39 @@ def kill_hosts_under(root: Path) -> int:
     design, and no test may leave a process behind.
     """
     killed = 0
+    pids = set(_host_processes_under(root))
     for info_file in root.rglob("hosts/*/host.json"):
         info = read_info(HostPaths(info_file.parent))
         if info is not None and host_alive(info):
-            with contextlib.suppress(ProcessLookupError):
-                os.kill(info.pid, signal.SIGKILL)
-                killed += 1
+            pids.add(info.pid)
+    for pid in pids:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGKILL)
+            killed += 1
     return killed
+
+
+def _host_processes_under(root: Path) -> list[int]:
+    """Session host processes working in a directory under `root`, ``host.json`` or not.
+
+    A host writes ``host.json`` once it serves; one its daemon launched just before the test
+    stopped it is still starting when the test ends (seen in CI: two hosts, each with a Claude
+    Code CLI, outlived their test). A host works in its own directory from its launch on.
+    """
+    pids = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            argv = (entry / "cmdline").read_bytes().split(b"\0")
+            if b"bridge.host" not in argv:
+                continue
+            cwd = Path(os.readlink(entry / "cwd"))
+        except OSError:  # gone meanwhile, or not ours
+            continue
+        if cwd == root or root in cwd.parents:
+            pids.append(int(entry.name))
+    return pids
 
 
 def home_with_agents(
