@@ -48,7 +48,6 @@ import enum
 import logging
 import random
 import time
-from collections import OrderedDict
 from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
 from types import TracebackType
 from typing import Any
@@ -67,6 +66,7 @@ from bridge.nostr.relay import (
     RelayConnectionError,
     RelayEventReceived,
 )
+from bridge.nostr.seen_ids import SeenIds
 from bridge.records import record
 from bridge.tasks import TaskSet, race
 
@@ -120,26 +120,6 @@ class PublishReport:
     def delivered(self) -> bool:
         """At least one relay holds the event (or a newer version of it)."""
         return any(outcome.delivered for outcome in self.outcomes)
-
-
-class _SeenIds:
-    """LRU set of event ids: membership refreshes an id, the oldest falls out past capacity."""
-
-    def __init__(self, capacity: int) -> None:
-        if capacity < 1:
-            raise ValueError("seen_capacity must be >= 1")
-        self._capacity = capacity
-        self._ids: OrderedDict[str, None] = OrderedDict()
-
-    def add(self, event_id: str) -> bool:
-        """Remember ``event_id``; False if it was already known."""
-        if event_id in self._ids:
-            self._ids.move_to_end(event_id)
-            return False
-        self._ids[event_id] = None
-        if len(self._ids) > self._capacity:
-            self._ids.popitem(last=False)
-        return True
 
 
 class _Link:
@@ -263,7 +243,7 @@ class RelayPool:
         }
         self._clock = clock
         self._dialers = dict(dialers or {})
-        self._seen = _SeenIds(seen_capacity)
+        self._seen = SeenIds(seen_capacity)
         self._subscriptions: dict[str, FiltersFactory] = {}
         self._state_changed = asyncio.Event()
         self._started = False
@@ -364,6 +344,8 @@ class RelayPool:
     ) -> PublishReport:
         """Send ``event`` to every relay concurrently; report once one relay delivered it.
 
+        With one relay the send runs in the calling task (its answer is the report).
+
         With ``wait_all`` (or when no relay delivers) every relay's answer is awaited; else
         the relays still without an answer are reported PENDING and finish as trailing tasks.
         Never raises for relay behaviour; bounded by (connect timeout +) 3 x ``ok_timeout``
@@ -379,6 +361,17 @@ class RelayPool:
         outcomes: list[PublishOutcome] = []
         if self._sends.closed:
             outcomes = [_pool_closed(link) for link in links]
+        elif len(links) == 1:
+            # One relay (the embedded relay, or a single one configured): its answer is the
+            # report, so its send runs in this task. A task of its own wrote the frame a step
+            # of the event loop later, on every reply (measured on the ack's path).
+            outcome = await self._publish_to(links[0], event)
+            if self._closed and not outcome.delivered:
+                outcomes = [_pool_closed(links[0])]  # as a send the close cancelled: unknown
+            else:
+                outcomes = [outcome]
+                if on_settled is not None:
+                    _report_settled(on_settled, PublishReport(event.id, (outcome,)))
         else:
             tasks: dict[asyncio.Task[PublishOutcome], _Link] = {}
             for link in links:
@@ -435,10 +428,9 @@ class RelayPool:
         def report() -> None:
             if any(task.cancelled() or task.exception() is not None for task in tasks):
                 return  # the pool closed (or a send crashed, logged): nothing is known
-            try:
-                on_settled(PublishReport(event_id, tuple(task.result() for task in tasks)))
-            except Exception:
-                logger.exception("! on_settled callback for %s failed", event_id[:8])
+            _report_settled(
+                on_settled, PublishReport(event_id, tuple(task.result() for task in tasks))
+            )
 
         if not left:
             report()
@@ -686,6 +678,13 @@ class RelayPool:
 
     def _notify_state(self) -> None:
         self._state_changed.set()
+
+
+def _report_settled(on_settled: Callable[[PublishReport], None], report: PublishReport) -> None:
+    try:
+        on_settled(report)
+    except Exception:
+        logger.exception("! on_settled callback for %s failed", report.event_id[:8])
 
 
 def _pool_closed(link: _Link) -> PublishOutcome:

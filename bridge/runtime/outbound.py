@@ -30,7 +30,11 @@ waiting for each ``OK`` before sending the next capped a busy session at one eve
 round trip (the benchmark's "relay alone" rate). The order on the wire is still the queue's: each
 publish writes its frame in the first step of its task, and tasks start in the order they were
 created. A relay that never answers holds at most :data:`PIPELINE_DEPTH` events before the
-sender waits, as it waited for one before. Re-sends of outbox rows (``SealedEvent.relays`` set)
+sender waits, as it waited for one before. An event sent while the sender idles (nothing
+queued, a slot free, no other event started this way still waiting for its first step) starts
+its publish at once instead of through the queue: a lone reply — an ``input-ack`` — leaves a
+step of the event loop sooner, and the order holds, since the sender's next task is created
+after it. Re-sends of outbox rows (``SealedEvent.relays`` set)
 run beside it, at most ``RESEND_CONCURRENCY`` at once, so a relay that never answers ``OK``
 cannot hold fresh replies behind them. Outbox bookkeeping and reconnect retries run in a
 :class:`~bridge.tasks.TaskSet` that :meth:`Outbound.close` lets finish rather than cancel.
@@ -126,6 +130,10 @@ class Outbound:
         self._resends = TaskSet("outbound re-sends", logger=logger)
         self._in_flight = TaskSet("outbound publishes", logger=logger)
         self._window = asyncio.Semaphore(PIPELINE_DEPTH)
+        self._starting = False
+        """A publish started by :meth:`send` itself has not taken its slot yet."""
+        self._sender_idle = False
+        """The sender waits on an empty queue (it has run, and nothing woke it since)."""
         self._has_room = asyncio.Event()
         self._has_room.set()
         self._resend_slots = asyncio.Semaphore(RESEND_CONCURRENCY)
@@ -233,6 +241,8 @@ class Outbound:
         if on_sent is not None and sealed:
             sealed = [*sealed[:-1], replace(sealed[-1], on_sent=on_sent)]
         for item in sealed:
+            if self._start_now(item):
+                continue
             try:
                 self._queue.put_nowait(item)
                 if self._queue.qsize() >= HIGH_WATER:
@@ -246,6 +256,30 @@ class Outbound:
                     item.event.id[:8],
                     " (kept in the outbox)" if item.durable else "",
                 )
+
+    def _start_now(self, item: SealedEvent) -> bool:
+        """Start `item`'s publish here when the sender idles (see the module docstring)."""
+        if (
+            self._starting
+            or not self._sender_idle
+            or item.relays is not None
+            or not self._queue.empty()
+            or self._window.locked()
+        ):
+            return False
+        task = self._in_flight.spawn(self._publish_now(item), f"publish {item.event.id[:8]}")
+        self._starting = task is not None
+        return self._starting
+
+    async def _publish_now(self, item: SealedEvent) -> None:
+        try:
+            await self._window.acquire()  # free when this task was created, taken at once
+        finally:
+            self._starting = False
+        try:
+            await self._publish(item)
+        finally:
+            self._window.release()
 
     async def room(self) -> None:
         """Wait while the send queue is above :data:`HIGH_WATER` (see the module docstring)."""
@@ -349,7 +383,11 @@ class Outbound:
         """
         assert self._pool is not None
         while True:
-            item = await self._queue.get()
+            self._sender_idle = self._queue.empty()
+            try:
+                item = await self._queue.get()
+            finally:
+                self._sender_idle = False
             if self._queue.qsize() <= LOW_WATER:
                 self._has_room.set()
             handed_over = False

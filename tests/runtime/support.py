@@ -202,9 +202,11 @@ async def finished(owner: object) -> None:
 
 
 async def sent(outbound: Outbound) -> None:
-    """Until the outbound queue is empty, its re-sends answered and its bookkeeping done."""
+    """Until the outbound queue is empty, its publishes and re-sends answered and its
+    bookkeeping done."""
     async with asyncio.timeout(WAIT):
         await outbound._queue.join()
+    assert await outbound._in_flight.drain(timeout=WAIT)  # those started without the queue too
     assert await outbound._resends.drain(timeout=WAIT)
     assert await outbound._work.drain(timeout=WAIT)
 

@@ -163,6 +163,41 @@ async def test_send_keeps_the_order(rig: Rig) -> None:
     assert (rig.outbound.published, rig.outbound.failed) == (5, 0)
 
 
+async def test_a_lone_reply_to_an_idle_sender_is_published_in_the_next_step(rig: Rig) -> None:
+    # The ack's path: no step of the sender task between the commit and the frame.
+    for _ in range(3):
+        await asyncio.sleep(0)  # the sender reached its empty queue
+    [ack] = rig.outbound.seal(Publish(ACK, (PHONE.public_hex,)), durable=False)
+    rig.outbound.send([ack])
+    await asyncio.sleep(0)
+    assert rig.pool.events() == [ack.event]
+    await sent(rig.outbound)
+    assert (rig.outbound.published, rig.outbound.failed) == (1, 0)
+
+
+@pytest.mark.parametrize("bursts", [1, 2])
+async def test_an_idle_senders_bursts_keep_their_order_past_the_depth(
+    db: BridgeDatabase, monkeypatch: pytest.MonkeyPatch, bursts: int
+) -> None:
+    monkeypatch.setattr(outbound_module, "PIPELINE_DEPTH", 3)
+    pool = FakePool()
+    outbound = make_outbound(db, FakeClock())
+    outbound.start(pool)  # type: ignore[arg-type]
+    sealed = [
+        outbound.seal(
+            Publish(OUTPUT.model_copy(update={"seq": n}), (PHONE.public_hex,)), durable=False
+        )[0]
+        for n in range(1, 9)
+    ]
+    for part in (sealed[:4], sealed[4:]) if bursts == 2 else (sealed,):
+        for _ in range(3):
+            await asyncio.sleep(0)  # idle again: the next burst's first event starts at once
+        outbound.send(part)
+    await sent(outbound)
+    assert [opened(e).seq for e in pool.events()] == list(range(1, 9))  # type: ignore[union-attr]
+    await outbound.close()
+
+
 async def test_the_sender_survives_a_publish_that_raises(
     rig: Rig, caplog: pytest.LogCaptureFixture
 ) -> None:

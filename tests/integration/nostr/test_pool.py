@@ -342,6 +342,27 @@ async def test_publish_right_after_start_waits_for_the_connection(
     assert report.delivered
 
 
+async def test_one_relays_answer_is_the_report_and_settles_the_publish(
+    relay: LoopbackRelay, make_pool: PoolFactory, caplog: pytest.LogCaptureFixture
+) -> None:
+    # One relay: the send runs in the publishing task; on_settled still hears the answer once,
+    # and a callback that raises is logged, never raised into the publisher.
+    pool, _ = await make_pool([relay.url])
+    await asyncio.wait_for(pool.wait_open(), 10)
+    settled: list[Any] = []
+    event = make_event(BRIDGE, kind=4516)
+    report = await pool.publish(event, on_settled=settled.append)
+    assert [(o.relay, o.status) for o in report.outcomes] == [(relay.url, PublishStatus.ACCEPTED)]
+    assert settled == [report]
+
+    def boom(_report: Any) -> None:
+        raise RuntimeError("boom")
+
+    second = make_event(BRIDGE, kind=4516, content="second")
+    assert (await pool.publish(second, on_settled=boom)).delivered
+    assert f"! on_settled callback for {second.id[:8]} failed" in caplog.text
+
+
 async def test_close_during_a_publish_ends_its_sends_as_not_connected(
     relay_factory: RelayFactory, make_pool: PoolFactory
 ) -> None:
