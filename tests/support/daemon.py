@@ -251,6 +251,7 @@ def _host_processes_under(root: Path) -> list[int]:
     Code CLI, outlived their test). A host works in its own directory from its launch on.
     """
     pids = []
+    root = root.resolve()  # /proc shows the real path
     for entry in Path("/proc").iterdir():
         if not entry.name.isdigit():
             continue
