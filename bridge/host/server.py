@@ -23,7 +23,8 @@ its driver and the server of its socket:
   the agent is idle and nothing is parked, the host stops the agent and exits (the session is
   resumed by the next daemon). Until a first daemon connected, ``unclaimed_timeout`` (two
   minutes) applies instead: a host nobody took over was launched by a daemon that stopped or
-  died before it connected, and it would otherwise keep its agent running for an hour. A journal that cannot be written stops the host (fail loud).
+  died before it connected, and it would otherwise keep its agent running for an hour. A
+  journal that cannot be written stops the host (fail loud).
 
 Security: the socket is 0600 in the host's 0700 directory, and a peer whose uid is not ours
 (or root's) is refused (``SO_PEERCRED``).
