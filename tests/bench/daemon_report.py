@@ -214,8 +214,8 @@ def _describe_run(run: RelayRun) -> list[str]:
         ack50, echo50 = percentile(latency.ack_ms, 50), percentile(latency.echo_ms, 50)
         relay50 = percentile(latency.relay_ms, 50)
         lines.append(
-            f"{where}, ack latency: {len(latency.ack_ms)} inputs sent one at a time (each after "
-            "the previous turn ended), alternating with as many round trips of the echo bot (a "
+            f"{where}, ack latency: {len(latency.ack_ms)} inputs sent one at a time by the one "
+            "phone paired (each after the previous turn ended), alternating with as many round trips of the echo bot (a "
             "separate process that answers each 4515 with a reply signed beforehand: the same "
             "two relay crossings with no work) and one-way trips of a like-sized 4515 through "
             f"the relay; ack p50 {ack50:.2f} ms = {ack50 / echo50:.2f}x the echo bot's "

@@ -18,25 +18,27 @@ starts it), one after the other (why in this order: below):
    500, the daemon pages through it). The embedded relay is down with the daemon, so there the
    commands wait in the phone, as in a real phone's outbox: the phone went offline before the
    stop, comes back as soon as the daemon is ready and publishes them, 50 at a time.
-3. **full sync**: the daemon is restarted, and while it is down a session is given 50,000
-   transcript lines in the store (the output turn's lines, repeated: the live path is what case 1
-   times); then a second phone is paired, and the time from its ``sync-request`` to the last
-   entry at the phone (the transcript complete there: what its user waits for) is taken, then
-   the transcript is compared seq for seq with the store. The time to ``sync-end`` is reported
-   too: it ends after the phone's acks, one per chunk, which the simulator sends one at a time,
-   each after the relay's OK and behind its own decoding of the chunks (measured inside the
-   daemon: its 1,000 chunks were through the embedded relay about 1 s after the request).
-4. **ack latency**: ``input`` → ``input-ack``, one input at a time (the next one is sent once the
-   previous turn ended, so every sample meets a quiet daemon), interleaved sample by sample with
-   two baselines, so all three see the same machine at the same moments: the echo bot
-   (:mod:`tests.bench.echo_bot`: the same two relay crossings with no work, the floor; aim ≤ 2x)
-   and the relay's one-way trip (a like-sized 4515 published on one connection and received on a
-   subscription of another).
+3. **ack latency**, after a restart, with the one phone paired: ``input`` → ``input-ack``, one
+   input at a time (the next one is sent once the previous turn ended, so every sample meets a
+   quiet daemon), interleaved sample by sample with two baselines, so all three see the same
+   machine at the same moments: the echo bot (:mod:`tests.bench.echo_bot`: the same two relay
+   crossings with no work, the floor; aim ≤ 2x) and the relay's one-way trip (a like-sized 4515
+   published on one connection and received on a subscription of another). It comes before the
+   sync, whose fresh phone stays paired: an ``input-ack`` goes to all phones, so every reply
+   would be sealed twice (measured: 2.5x the echo bot with two phones, 2.0-2.1x with one).
+4. **full sync**: while the daemon was down for the restart before case 3, a session was given
+   50,000 transcript lines in the store (the output turn's lines, repeated: the live path is what
+   case 1 times); then a second phone is paired, and the time from its ``sync-request`` to the
+   last entry at the phone (the transcript complete there: what its user waits for) is taken,
+   then the transcript is compared seq for seq with the store. The time to ``sync-end`` is
+   reported too: it ends after the phone's acks, one per chunk, which the simulator sends one at
+   a time, each after the relay's OK and behind its own decoding of the chunks (measured inside
+   the daemon: its 1,000 chunks were through the embedded relay about 1 s after the request).
 
 The order: LocalRelay (the test relay) hangs up (no close frame) on a connection that sends more
 than about 6,000 events within a minute, so the cases where the daemon sends thousands (the
-output turn; the catch-up's acks and turns; the sync's chunks and the pings' replies) each start
-on a fresh connection, after a restart. And the catch-up comes before the sync: the daemon's
+output turn; the catch-up's acks and turns; the pings' replies, then the sync's chunks) each
+start on a fresh connection, after a restart. And the catch-up comes before the sync: the daemon's
 backlog query pages back by ``created_at``, and a relay that returns at most 500 events per query
 leaves the rest of a second with more than 500 (the fresh phone's 1,000 ``sync-ack`` commands
 take a few seconds) unread; catch-up commands dated in that second would never run. The relay's
@@ -468,18 +470,20 @@ async def measure_one_phone(
         )
         if not daemon.running:
             return  # the catch-up failed to bring it back: its failure is recorded
-        if archive is not None and templates:
-            progress(f"full sync ({run.relay})")
+        syncing = archive is not None and bool(templates)
 
-            def fill_archive() -> None:
+        def fill_archive() -> None:
+            if archive is not None and syncing:
                 _fill_transcript(daemon.home, archive, templates, sync_entries)
 
-            await _restart(bed, phone, fill_archive)
-            run.sync = await run_case(
-                numbers, f"full sync{run.suffix}", _full_sync(bed, archive, sync_entries)
-            )
+        await _restart(bed, phone, fill_archive)  # a fresh relay connection (see the docstring)
         progress(f"ack latency ({run.relay})")
         run.latency = await run_case(
             numbers, f"ack latency{run.suffix}", _latency(bed, phone, chat, latency_samples)
         )
+        if archive is not None and syncing:
+            progress(f"full sync ({run.relay})")
+            run.sync = await run_case(
+                numbers, f"full sync{run.suffix}", _full_sync(bed, archive, sync_entries)
+            )
         phone_problems(numbers, [phone])
