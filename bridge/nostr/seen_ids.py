@@ -4,6 +4,7 @@ and again after a reconnect's replay, and hands it on once (see :mod:`bridge.nos
 from __future__ import annotations
 
 from collections import OrderedDict
+from collections.abc import Iterator
 
 __all__ = ["SeenIds"]
 
@@ -26,3 +27,13 @@ class SeenIds:
         if len(self._ids) > self._capacity:
             self._ids.popitem(last=False)
         return True
+
+    def __contains__(self, event_id: object) -> bool:
+        return event_id in self._ids
+
+    def __len__(self) -> int:
+        return len(self._ids)
+
+    def __iter__(self) -> Iterator[str]:
+        """The ids, oldest first."""
+        return iter(self._ids)

@@ -148,13 +148,18 @@ def test_a_large_message_is_sealed_as_chunks_for_each_phone(db: BridgeDatabase) 
 # --- sending -------------------------------------------------------------------------------
 
 
-async def test_send_keeps_the_order(rig: Rig) -> None:
-    sealed = [
-        rig.outbound.seal(
+def outputs(outbound: Outbound, seqs: range) -> list[SealedEvent]:
+    """One live line per seq, sealed for the phone (best effort, as the engine sends them)."""
+    return [
+        outbound.seal(
             Publish(OUTPUT.model_copy(update={"seq": n}), (PHONE.public_hex,)), durable=False
         )[0]
-        for n in range(1, 6)
+        for n in seqs
     ]
+
+
+async def test_send_keeps_the_order(rig: Rig) -> None:
+    sealed = outputs(rig.outbound, range(1, 6))
     for item in sealed:
         rig.outbound.send([item])
     await sent(rig.outbound)
@@ -183,12 +188,7 @@ async def test_an_idle_senders_bursts_keep_their_order_past_the_depth(
     pool = FakePool()
     outbound = make_outbound(db, FakeClock())
     outbound.start(pool)  # type: ignore[arg-type]
-    sealed = [
-        outbound.seal(
-            Publish(OUTPUT.model_copy(update={"seq": n}), (PHONE.public_hex,)), durable=False
-        )[0]
-        for n in range(1, 9)
-    ]
+    sealed = outputs(outbound, range(1, 9))
     for part in (sealed[:4], sealed[4:]) if bursts == 2 else (sealed,):
         for _ in range(3):
             await asyncio.sleep(0)  # idle again: the next burst's first event starts at once
@@ -459,12 +459,7 @@ async def test_publishes_are_pipelined_in_order_up_to_the_depth(
     pool.hold = asyncio.Event()  # the relay takes the events but answers none yet
     outbound = make_outbound(db, FakeClock())
     outbound.start(pool)  # type: ignore[arg-type]
-    sealed = [
-        outbound.seal(
-            Publish(OUTPUT.model_copy(update={"seq": n}), (PHONE.public_hex,)), durable=False
-        )[0]
-        for n in range(1, 6)
-    ]
+    sealed = outputs(outbound, range(1, 6))
     outbound.send(sealed)
     await pool.wait_published(3)
     await asyncio.sleep(0.05)

@@ -30,6 +30,7 @@ from bridge.engine.publish import heartbeat_d_tag
 from bridge.nostr.event import Event
 from bridge.nostr.keys import Keypair
 from bridge.nostr.nip44 import ConversationKeyCache, Nip44Error, decrypt
+from bridge.nostr.seen_ids import SeenIds as BridgeSeenIds
 from bridge.protocol.chunking import CHUNK_PREFIX, Assembler
 from bridge.protocol.codec import DecodeError, decode_bridge_to_phone
 from bridge.protocol.kinds import fragment_tags, kind_for, tags_for
@@ -45,36 +46,17 @@ __all__ = [
 _MAX_TRACKED_GROUPS = 128
 
 
-class SeenIds:
-    """A bounded LRU set of event ids, oldest evicted first."""
+class SeenIds(BridgeSeenIds):
+    """The bridge pool's LRU of event ids, seeded from and saved to the phone's state file."""
 
     def __init__(self, capacity: int, initial: Iterable[str] = ()) -> None:
-        if capacity < 1:
-            raise ValueError("capacity must be >= 1")
-        self._capacity = capacity
-        self._ids: OrderedDict[str, None] = OrderedDict()
+        super().__init__(capacity)
         for event_id in initial:
             self.add(event_id)
 
-    def add(self, event_id: str) -> bool:
-        """Remember ``event_id``; False when it was known already."""
-        if event_id in self._ids:
-            self._ids.move_to_end(event_id)
-            return False
-        self._ids[event_id] = None
-        if len(self._ids) > self._capacity:
-            self._ids.popitem(last=False)
-        return True
-
-    def __contains__(self, event_id: object) -> bool:
-        return event_id in self._ids
-
-    def __len__(self) -> int:
-        return len(self._ids)
-
     def export(self) -> list[str]:
         """The ids, oldest first (for the state file)."""
-        return list(self._ids)
+        return list(self)
 
 
 @dataclass(frozen=True, slots=True)
