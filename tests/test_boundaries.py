@@ -84,6 +84,20 @@ LAYER_RULES = {
         "bridge.nostr",
         "relaypolicy",
     },
+    # The sandbox is planned by the daemon and applied by a session host: it knows neither.
+    "bridge/sandbox": {
+        "bridge.runtime",
+        "bridge.engine",
+        "bridge.agents",
+        "bridge.control",
+        "bridge.desiide",
+        "bridge.host",
+        "bridge.nostr",
+        "bridge.protocol",
+        "bridge.cli",
+        "store",
+        "relaypolicy",
+    },
     # A session host outlives the daemon and must stay lean: none of the daemon's stack.
     "bridge/host": {
         "bridge.runtime",
@@ -103,6 +117,7 @@ LEAN_FILES = [
     REPO / "bridge/agents/tool_render.py",
     REPO / "bridge/agents/input_log.py",
     REPO / "bridge/agents/child_process.py",
+    *sorted((REPO / "bridge/sandbox").rglob("*.py")),
     *sorted((REPO / "bridge/agents/workspace_tools").rglob("*.py")),
     REPO / "bridge/ripgrep.py",
 ]
