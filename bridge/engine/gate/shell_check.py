@@ -170,6 +170,8 @@ class ShellChecker:
         except TooManyWords:
             self.flag(UNPARSABLE)
             return Facts()
+        if not argv:
+            return Facts()  # "{,}": brace expansion left no word, so nothing runs
         facts = check_argv(argv, scope, self)
         if facts.download:
             self._note_saved_output(command.redirects, scope)
