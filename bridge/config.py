@@ -55,10 +55,14 @@ _ENV_NAMES = {
     "register_url": "CODEDECK_REGISTER_URL",
     "register_token_file": "CODEDECK_REGISTER_TOKEN_FILE",
     "transcript_keep_last": "CODEDECK_TRANSCRIPT_KEEP_LAST",
+    "embedded_relay_max_mb": "CODEDECK_EMBEDDED_RELAY_MAX_MB",
 }
 _FILE_ONLY = frozenset({"agents"})
 """Keys of config.toml with no flag or variable: the ``[agents.<id>]`` tables."""
 DEFAULT_TRANSCRIPT_KEEP_LAST = 5000
+DEFAULT_EMBEDDED_RELAY_MAX_MB = 512
+"""The embedded relay's store cap (MiB of event JSON): far above what it keeps in use (replies
+expire within the hour, the heartbeat replaces itself), far below a full disk."""
 AGENTS = ("claude", "scripted")
 
 
@@ -84,6 +88,7 @@ class Settings:
     register_url: str | None = None
     register_token_file: Path | None = None
     transcript_keep_last: int = DEFAULT_TRANSCRIPT_KEEP_LAST
+    embedded_relay_max_mb: int = DEFAULT_EMBEDDED_RELAY_MAX_MB
     agents: tuple[AgentConfig, ...] = ()
     """The ACP agents (OpenCode, any ``[agents.<id>]``): :mod:`bridge.agent_config`."""
     origins: Mapping[str, str] = field(default_factory=dict)
@@ -351,6 +356,21 @@ def load_settings(
     else:
         origins["transcript_keep_last"] = f"default ({DEFAULT_TRANSCRIPT_KEEP_LAST} per session)"
 
+    max_mb = DEFAULT_EMBEDDED_RELAY_MAX_MB
+    if (got := pick("embedded_relay_max_mb")) is not None:
+        raw, origins["embedded_relay_max_mb"] = got
+        try:
+            max_mb = int(raw) if not isinstance(raw, bool) else 0
+        except (TypeError, ValueError):
+            max_mb = 0
+        if max_mb < 1:
+            raise ConfigError(
+                f"embedded_relay_max_mb ({origins['embedded_relay_max_mb']}): expected a whole "
+                "number of MiB (at least 1) the embedded relay may keep"
+            )
+    else:
+        origins["embedded_relay_max_mb"] = "default"
+
     try:
         agents = parse_agents(
             file_values.get("agents"), source=str(home / CONFIG_FILE_NAME), env=env
@@ -372,6 +392,7 @@ def load_settings(
         register_url=register_url,
         register_token_file=register_token_file,
         transcript_keep_last=keep_last,
+        embedded_relay_max_mb=max_mb,
         agents=agents,
         origins=origins,
     )
@@ -392,6 +413,11 @@ def describe(settings: Settings) -> Sequence[tuple[str, str, str]]:
             "embedded_relay",
             f"{settings.embedded_relay[0]}:{settings.embedded_relay[1]}",
             settings.origins["embedded_relay"],
+        ),
+        (
+            "embedded_relay_max_mb",
+            str(settings.embedded_relay_max_mb),
+            settings.origins["embedded_relay_max_mb"],
         ),
         (
             "key_file",

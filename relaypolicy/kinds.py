@@ -15,6 +15,7 @@ from bridge.protocol.kinds import COMMAND_KIND, LIVE_KIND, RESPONSE_KIND, SESSIO
 __all__ = [
     "ACCEPTED_KINDS",
     "ADDRESSABLE_NEEDS_D_TAG",
+    "CODEDECK_KINDS",
     "COMMAND_KIND",
     "DM_RELAY_LIST_KIND",
     "EXPIRING_KINDS",
@@ -41,6 +42,9 @@ WELCOME_KIND: Final = 444
 GROUP_MESSAGE_KIND: Final = 445
 #: Marmot KeyPackage relay list (replaceable).
 KEY_PACKAGE_RELAY_LIST_KIND: Final = 10051
+
+#: The bridge protocol's own kinds: all a bridge's embedded relay carries.
+CODEDECK_KINDS: Final = frozenset({SESSION_LIST_KIND, LIVE_KIND, COMMAND_KIND, RESPONSE_KIND})
 
 #: Kinds whose author must be a registered pubkey. A 4515 from an unregistered author is the one
 #: exception (pairing through an open window, see ``policies.registered_author``).

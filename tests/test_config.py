@@ -79,6 +79,8 @@ def test_systemd_credential_is_the_key_file(tmp_path: Path) -> None:
         ('machine_name = ""', "expected a non-empty string"),
         ('agent = "gpt"', "is not an agent this bridge runs"),
         ("transcript_keep_last = -1", "expected a whole number"),
+        ("embedded_relay_max_mb = 0", "expected a whole number of MiB"),
+        ('embedded_relay_max_mb = "lots"', "expected a whole number of MiB"),
         ('claude_path = "/nope/claude"', "is not a file"),
         ('register_url = "http://relay.example.org"', "must be an https:// URL"),
         ('register_url = "https://relay.example.org"', "register_token_file is not"),
@@ -110,6 +112,7 @@ def test_describe_lists_every_setting_with_its_origin(tmp_path: Path) -> None:
         "workspaces",
         "machine_name",
         "embedded_relay",
+        "embedded_relay_max_mb",
         "key_file",
         "agent",
         "transcript_keep_last",
@@ -119,3 +122,13 @@ def test_describe_lists_every_setting_with_its_origin(tmp_path: Path) -> None:
         "agents.opencode",  # off: not on PATH (tests/test_agent_config.py)
     ]
     assert all(origin for _, _, origin in rows)
+
+
+def test_the_embedded_relay_cap_has_a_default_and_is_read_from_the_environment(
+    tmp_path: Path,
+) -> None:
+    default = load_settings(flags=flags(tmp_path), env={})
+    assert default.embedded_relay_max_mb == 512
+    assert default.origins["embedded_relay_max_mb"] == "default"
+    env = {"CODEDECK_EMBEDDED_RELAY_MAX_MB": "64"}
+    assert load_settings(flags=flags(tmp_path), env=env).embedded_relay_max_mb == 64

@@ -20,6 +20,12 @@ already stored (``duplicate:``, answered without asking the policy, so a re-send
 up a rate limit); the write policy; the store. An accepted event goes to every matching
 subscription of every client (its author's included, as NIP-01 relays do), then ``OK``.
 
+When the store is full (its size cap, :mod:`bridge.relay.storage`), an event that would be
+stored is refused with ``OK false "error: relay storage full"``, after one attempt to make room
+by purging expired events (at most every :data:`FULL_PURGE_SECONDS`). The log says so once when
+it fills up, then at most every :data:`FULL_LOG_SECONDS` with the count refused meanwhile, and
+once more when there is room again: a relay refusing a flood must not flood its log.
+
 Each client has a writer task draining its queue of frames, so a slow reader never holds up
 the others; a REQ's stored answer waits for the client's queue to drain below a mark before it
 queues more, so one large answer does not buffer without bound.
@@ -71,6 +77,13 @@ Admit = Callable[[dict[str, Any], str], tuple[bool, str]]
 PURGE_INTERVAL_SECONDS = 60.0
 DRAIN_MARK_BYTES = 1024 * 1024
 """A stored answer queues more only once the client's queue is below this."""
+
+FULL_PURGE_SECONDS = 10
+"""A full store tries to make room by purging expired events at most this often."""
+FULL_LOG_SECONDS = 600.0
+"""While the store stays full, the log repeats that it is at most this often."""
+STORAGE_FULL = "error: relay storage full"
+_MIB = 1024 * 1024
 
 LOCAL_IP = "127.0.0.1"
 """The address an in-process client is served as (for the write policy): this machine's."""
@@ -166,7 +179,9 @@ class RelayServer:
         """The purge timer and every client's writer (on the relay's own loop)."""
         self._congested = False
         self._uncommitted: list[tuple[_Client, str, Event, str]] = []
-        self.stats = {"accepted": 0, "refused": 0, "dropped_clients": 0}
+        self._full = _FullNotice()
+        self._full_purged_at = 0
+        self.stats = {"accepted": 0, "refused": 0, "dropped_clients": 0, "refused_full": 0}
 
     @property
     def client_count(self) -> int:
@@ -432,9 +447,19 @@ class RelayServer:
         if ephemeral:
             return True, "", False
         put = self.store.put(event, event_json, commit=False)
+        if put is Put.FULL and now - self._full_purged_at >= FULL_PURGE_SECONDS:
+            self._full_purged_at = now
+            if self.store.purge_expired(now):
+                put = self.store.put(event, event_json, commit=False)
+        if put is Put.STORED:
+            self._full.room(self.store)
         match put:
             case Put.STORED:
                 return True, "", True
+            case Put.FULL:
+                self.stats["refused_full"] += 1
+                self._full.refuse(self.store, self._clock())
+                return False, STORAGE_FULL, False
             case Put.DUPLICATE:
                 return True, "duplicate: already have this event", False
             case Put.HAVE_NEWER:
@@ -467,3 +492,56 @@ class RelayServer:
             removed = self.store.purge_expired(int(self._clock()))
             if removed:
                 logger.debug("= relay purged %d expired event(s)", removed)
+
+
+class _FullNotice:
+    """The log lines of a full store: when it fills, every so often while full, when it has room."""
+
+    __slots__ = ("full", "logged_at", "refused", "unlogged")
+
+    def __init__(self) -> None:
+        self.full = False
+        self.logged_at = 0.0
+        self.unlogged = 0
+        """Refusals since the last log line."""
+        self.refused = 0
+        """Refusals since the store filled up."""
+
+    def refuse(self, store: EventStore, now: float) -> None:
+        """An event was refused because the store is full."""
+        self.refused += 1
+        self.unlogged += 1
+        if not self.full:
+            self.full = True
+            logger.warning(
+                "! relay storage is full (%s of events, the cap is %s): new events are refused "
+                "until stored ones expire (embedded_relay_max_mb raises the cap)",
+                _amount(store.stored_bytes),
+                _amount(store.max_bytes or 0),
+            )
+        elif now - self.logged_at >= FULL_LOG_SECONDS:
+            logger.warning(
+                "! relay storage is still full: %d more event(s) refused", self.unlogged - 1
+            )
+        else:
+            return
+        self.logged_at = now
+        self.unlogged = 1
+
+    def room(self, store: EventStore) -> None:
+        """An event was kept: if the store was full, say it has room again."""
+        if not self.full:
+            return
+        logger.info(
+            "relay storage has room again (%s of events); %d event(s) were refused while it was "
+            "full",
+            _amount(store.stored_bytes),
+            self.refused,
+        )
+        self.full = False
+        self.refused = self.unlogged = 0
+
+
+def _amount(size: int) -> str:
+    """A size for the log: bytes below a MiB, else MiB."""
+    return f"{size} bytes" if size < _MIB else f"{size / _MIB:.1f} MiB"

@@ -17,6 +17,13 @@ versions its ``a`` tags name, when they have the same author; the deletion itsel
 so keeps a deleted event from being stored again. Expiry (NIP-40): an expired event is never
 served, and :meth:`EventStore.purge_expired` removes them.
 
+Size cap: the JSON of the kept events may total at most ``max_bytes`` (the indexes and SQLite's
+own pages come on top: about as much again for the small CodeDeck events). A put that would pass
+the cap is refused (:attr:`Put.FULL`) and nothing kept is touched; a replacement counts only what
+it adds, so a heartbeat that replaces its predecessor still fits. The running total is kept in
+memory, read once at open and adjusted by every insert and delete (replacements, deletions, the
+expiry purge), so the check costs nothing per event.
+
 Indexes: by id, by (author, kind, time), by (kind, time), tags by (name, value), and the address
 of the events kept one per address. Each index costs every write, so there is none for time
 alone or for expiry (the purge, once a minute, scans).
@@ -81,6 +88,8 @@ class Put(enum.Enum):
     """A newer version of this replaceable/addressable event is kept: not stored."""
     DELETED = "deleted"
     """Its author deleted it (NIP-09) before it arrived here: not stored."""
+    FULL = "full"
+    """Keeping it would pass the store's size cap: not stored, nothing kept was touched."""
 
 
 def _connect(path: Path | None) -> sqlite3.Connection:
@@ -137,12 +146,25 @@ def _filter_sql(one: Filter, now: int, cap: int) -> tuple[str, list[Any]] | None
     return sql, args
 
 
-class EventStore:
-    """Stored events of one relay. ``path=None`` keeps them in memory (tests, benchmarks)."""
+_SIZE = "length(CAST(json AS BLOB))"
+"""The stored size of an event: its JSON's bytes."""
 
-    def __init__(self, path: Path | None) -> None:
+
+class EventStore:
+    """Stored events of one relay. ``path=None`` keeps them in memory (tests, benchmarks).
+
+    Args:
+        path: the SQLite file, or None.
+        max_bytes: the cap on the kept events' JSON, in bytes; None for no cap.
+    """
+
+    def __init__(self, path: Path | None, *, max_bytes: int | None = None) -> None:
+        if max_bytes is not None and max_bytes < 1:
+            raise ValueError(f"max_bytes must be at least 1, got {max_bytes}")
         self.path = path
+        self.max_bytes = max_bytes
         self._db = _connect(path)
+        self._bytes = self._measure()
         # Whether any deletion was ever stored: until one is, no event can be a deleted one,
         # and the tombstone lookup (a join, on every event) is skipped.
         self._has_deletions = (
@@ -155,6 +177,15 @@ class EventStore:
     def close(self) -> None:
         self.commit()
         self._db.close()
+
+    @property
+    def stored_bytes(self) -> int:
+        """The JSON bytes of the kept events (expired ones not yet purged included)."""
+        return self._bytes
+
+    def _measure(self) -> int:
+        row = self._db.execute(f"SELECT coalesce(sum({_SIZE}), 0) FROM events").fetchone()
+        return int(row[0])
 
     def has(self, event_id: str) -> bool:
         """True when an event with this id is kept."""
@@ -177,11 +208,13 @@ class EventStore:
         if not db.in_transaction:
             db.execute("BEGIN IMMEDIATE")
         db.execute("SAVEPOINT put")
+        counted = self._bytes
         try:
             result = self._put(event, event_json, address_of(event))
         except BaseException:
             db.execute("ROLLBACK TO put")
             db.execute("RELEASE put")
+            self._bytes = counted
             raise
         db.execute("RELEASE put")
         if commit:
@@ -192,6 +225,7 @@ class EventStore:
         """Forget every change since the last commit (after a commit failed)."""
         if self._db.in_transaction:
             self._db.execute("ROLLBACK")
+        self._bytes = self._measure()
 
     def commit(self) -> None:
         """Make every change since the last commit durable (a no-op without changes)."""
@@ -202,9 +236,11 @@ class EventStore:
         db = self._db
         if self._has_deletions and self._is_deleted(event, address):
             return Put.DELETED
+        size = len(event_json.encode())
+        replaced: int | None = None
         if address is not None:
             row = db.execute(
-                "SELECT seq, created_at, id FROM events WHERE pubkey = ? AND kind = ? "
+                f"SELECT seq, created_at, id, {_SIZE} FROM events WHERE pubkey = ? AND kind = ? "
                 "AND address = ?",
                 (event.pubkey, event.kind, address),
             ).fetchone()
@@ -213,7 +249,12 @@ class EventStore:
                     return Put.DUPLICATE
                 if not is_newer(event.created_at, event.id, row[1], row[2]):
                     return Put.HAVE_NEWER
-                db.execute("DELETE FROM events WHERE seq = ?", (row[0],))
+                replaced = int(row[0])
+                size -= int(row[3])
+        if self.max_bytes is not None and size > 0 and self._bytes + size > self.max_bytes:
+            return Put.DUPLICATE if self.has(event.id) else Put.FULL
+        if replaced is not None:
+            db.execute("DELETE FROM events WHERE seq = ?", (replaced,))
         try:
             cursor = db.execute(
                 "INSERT INTO events (id, pubkey, kind, created_at, expires_at, address, json) "
@@ -230,6 +271,7 @@ class EventStore:
             )
         except sqlite3.IntegrityError:  # the id is UNIQUE: the same event again
             return Put.DUPLICATE
+        self._bytes += size
         seq = cursor.lastrowid
         tags = [(seq, tag[0], tag[1]) for tag in event.tags if len(tag) >= 2 and len(tag[0]) == 1]
         if tags:
@@ -268,20 +310,31 @@ class EventStore:
             if len(tag) < 2:
                 continue
             if tag[0] == "e":
-                db.execute(
-                    "DELETE FROM events WHERE id = ? AND pubkey = ? AND kind != ?",
-                    (tag[1], deletion.pubkey, DELETION_KIND),
+                self._forget(
+                    db.execute(
+                        f"DELETE FROM events WHERE id = ? AND pubkey = ? AND kind != ? "
+                        f"RETURNING {_SIZE}",
+                        (tag[1], deletion.pubkey, DELETION_KIND),
+                    )
                 )
             elif tag[0] == "a":
                 kind_text, _, rest = tag[1].partition(":")
                 pubkey, _, address = rest.partition(":")
                 if pubkey != deletion.pubkey or not kind_text.isdigit():
                     continue  # only an author may delete their own events
-                db.execute(
-                    "DELETE FROM events WHERE pubkey = ? AND kind = ? AND address = ? "
-                    "AND created_at <= ?",
-                    (pubkey, int(kind_text), address, deletion.created_at),
+                self._forget(
+                    db.execute(
+                        f"DELETE FROM events WHERE pubkey = ? AND kind = ? AND address = ? "
+                        f"AND created_at <= ? RETURNING {_SIZE}",
+                        (pubkey, int(kind_text), address, deletion.created_at),
+                    )
                 )
+
+    def _forget(self, deleted: sqlite3.Cursor) -> int:
+        """Take the sizes a ``DELETE … RETURNING`` gave off the total; returns how many rows."""
+        sizes = [int(row[0]) for row in deleted]
+        self._bytes -= sum(sizes)
+        return len(sizes)
 
     def query(self, filters: Iterable[Filter], now: int, cap: int) -> list[str]:
         """The JSON of every kept, unexpired event matching any filter, newest first per filter.
@@ -305,10 +358,13 @@ class EventStore:
 
     def purge_expired(self, now: int) -> int:
         """Remove events whose NIP-40 expiry has passed; returns how many."""
-        cursor = self._db.execute(
-            "DELETE FROM events WHERE expires_at IS NOT NULL AND expires_at <= ?", (now,)
+        return self._forget(
+            self._db.execute(
+                f"DELETE FROM events WHERE expires_at IS NOT NULL AND expires_at <= ? "
+                f"RETURNING {_SIZE}",
+                (now,),
+            )
         )
-        return cursor.rowcount
 
     def count(self) -> int:
         """How many events are kept (expired ones not yet purged included)."""

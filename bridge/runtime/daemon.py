@@ -402,6 +402,7 @@ class Daemon:
             registry=registry,
             database_dir=self.settings.home / RELAY_DIR_NAME,
             clock=self.clock.wall,
+            max_stored_bytes=self.settings.embedded_relay_max_mb * 1024 * 1024,
         )
         try:
             await relay.start()

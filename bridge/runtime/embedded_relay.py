@@ -34,7 +34,6 @@ import socket
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import replace
 from pathlib import Path
 
 from bridge import __version__
@@ -42,9 +41,7 @@ from bridge.engine.core import Engine
 from bridge.relay.local import LocalChannel
 from bridge.relay.server import Admit, RelayServer
 from bridge.relay.storage import EventStore
-from relaypolicy.config import DEFAULT_CONFIG
-from relaypolicy.embedded import EmbeddedPolicy
-from relaypolicy.pipeline import RelayPolicy
+from relaypolicy.embedded import embedded_policy
 from relaypolicy.registry import PubkeyRegistry
 
 __all__ = [
@@ -107,6 +104,8 @@ class EmbeddedRelay:
         admit: the write policy (see :data:`~bridge.relay.server.Admit`); ``None`` admits all.
         database_dir: keep events in SQLite there; ``None`` keeps them in memory.
         clock: unix seconds (``created_at`` checks, NIP-40 expiry).
+        max_stored_bytes: the cap on the stored events' JSON (see :mod:`bridge.relay.storage`);
+            ``None`` for no cap.
     """
 
     def __init__(
@@ -117,10 +116,12 @@ class EmbeddedRelay:
         admit: Admit | None = None,
         database_dir: Path | None = None,
         clock: Callable[[], float] | None = None,
+        max_stored_bytes: int | None = None,
     ) -> None:
         self.host = host
         self.port = port
         self._admit = admit
+        self._max_stored_bytes = max_stored_bytes
         self._database_dir = database_dir
         self._clock = clock or time.time
         self._thread: threading.Thread | None = None
@@ -196,9 +197,11 @@ class EmbeddedRelay:
             if self._database_dir is not None:
                 self._database_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
                 _forget_lmdb(self._database_dir)
-                store = EventStore(self._database_dir / DATABASE_NAME)
+                store = EventStore(
+                    self._database_dir / DATABASE_NAME, max_bytes=self._max_stored_bytes
+                )
             else:
-                store = EventStore(None)
+                store = EventStore(None, max_bytes=self._max_stored_bytes)
             server = RelayServer(
                 self.host,
                 self.port,
@@ -303,15 +306,19 @@ def private_relay(
     registry: PubkeyRegistry,
     database_dir: Path,
     clock: Callable[[], float],
+    max_stored_bytes: int | None,
 ) -> EmbeddedRelay:
-    """The embedded relay with the private relay's own write policy (relaypolicy): only the
-    registered writers may write, and the pairing window while one is open (rate-limited per
-    IP, like the deployed relay).
-
-    Without the per-writer rate limit of the deployed relay: the only writers are this bridge
-    and the owner's paired phones, and throttling them here only refuses a phone's burst of
-    sync acks or the bridge's own live output (what the previous embedded relay did).
-    """
-    config = replace(DEFAULT_CONFIG, writer_per_pubkey=None)
-    policy = EmbeddedPolicy(RelayPolicy(registry, config), clock=clock)
-    return EmbeddedRelay(host, port, admit=policy.admit, database_dir=database_dir, clock=clock)
+    """The embedded relay with a private relay's write policy (:func:`relaypolicy.embedded.
+    embedded_policy`): the four CodeDeck kinds, written only by the registered writers (this
+    bridge and its paired phones), and a new phone's 4515 to the bridge while a pairing window
+    is open (rate-limited per IP, like the deployed relay); the store capped at
+    ``max_stored_bytes``."""
+    policy = embedded_policy(registry, clock=clock)
+    return EmbeddedRelay(
+        host,
+        port,
+        admit=policy.admit,
+        database_dir=database_dir,
+        clock=clock,
+        max_stored_bytes=max_stored_bytes,
+    )

@@ -6,7 +6,7 @@ them in order and the first that does not accept decides.
 
 from __future__ import annotations
 
-from relaypolicy.policies.allowed_kinds import allowed_kinds
+from relaypolicy.policies.allowed_kinds import allowed_kinds, codedeck_kinds_only
 from relaypolicy.policies.base import (
     BLOCKED,
     INVALID,
@@ -33,6 +33,7 @@ __all__ = [
     "PolicyContext",
     "addressable_d_tag",
     "allowed_kinds",
+    "codedeck_kinds_only",
     "command_expiration",
     "gift_wrap_rate",
     "gift_wrap_recipient",

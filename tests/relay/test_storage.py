@@ -186,3 +186,69 @@ def test_a_file_store_survives_reopening_and_is_private(tmp_path: Path) -> None:
     again = EventStore(path)
     assert ids(again.query([Filter(tags={"p": (PHONE.public_hex,)})], NOW, cap=10)) == [event.id]
     again.close()
+
+
+# --- the size cap ----------------------------------------------------------------------------
+
+
+def size(event: VerifiedEvent) -> int:
+    return len(event.to_json().encode())
+
+
+def test_a_full_store_refuses_and_touches_nothing_it_keeps(tmp_path: Path) -> None:
+    first = signed(BRIDGE, 4516, "a" * 300, [["p", PHONE.public_hex]], at=NOW)
+    second = signed(BRIDGE, 4516, "b" * 300, [["p", PHONE.public_hex]], at=NOW + 1)
+    third = signed(BRIDGE, 4516, "c" * 300, [["p", PHONE.public_hex]], at=NOW + 2)
+    cap = size(first) + size(second) + size(third) - 1  # room for two, not three
+    path = tmp_path / "events.sqlite3"
+    store = EventStore(path, max_bytes=cap)
+    assert [put(store, e) for e in (first, second, third)] == [Put.STORED, Put.STORED, Put.FULL]
+    assert store.stored_bytes == size(first) + size(second)
+    assert not store.has(third.id)
+    assert put(store, first) is Put.DUPLICATE  # a re-send of a kept event is still known
+    store.close()
+    reopened = EventStore(path, max_bytes=cap)  # the total is measured again at open
+    assert reopened.stored_bytes == size(first) + size(second)
+    assert sorted(ids(reopened.query([Filter()], NOW, cap=10))) == sorted([first.id, second.id])
+    assert put(reopened, third) is Put.FULL
+    reopened.close()
+
+
+def test_a_replacement_counts_only_what_it_adds() -> None:
+    heartbeat = signed(BRIDGE, 30515, "h" * 200, [["d", "laptop"]], at=NOW)
+    filler = signed(BRIDGE, 4516, "f" * 300, at=NOW)
+    store = EventStore(None, max_bytes=size(heartbeat) + size(filler))
+    assert put(store, heartbeat) is Put.STORED
+    assert put(store, filler) is Put.STORED
+    same_size = signed(BRIDGE, 30515, "H" * 200, [["d", "laptop"]], at=NOW + 1)
+    assert put(store, same_size) is Put.STORED  # the full store still takes the new heartbeat
+    bigger = signed(BRIDGE, 30515, "H" * 201, [["d", "laptop"]], at=NOW + 2)
+    assert put(store, bigger) is Put.FULL
+    assert ids(store.query([Filter(kinds=(30515,))], NOW, cap=10)) == [same_size.id]
+
+
+def test_expiry_and_deletion_give_the_room_back() -> None:
+    expiring = signed(BRIDGE, 4516, "e" * 300, [list(expiration_tag(NOW + 60))], at=NOW)
+    kept = signed(BRIDGE, 4516, "k" * 300, at=NOW)
+    store = EventStore(None, max_bytes=size(expiring) + size(kept))
+    assert put(store, expiring) is Put.STORED
+    assert put(store, kept) is Put.STORED
+    later = signed(BRIDGE, 4516, "l" * 300, at=NOW + 61)
+    assert put(store, later) is Put.FULL
+    assert store.purge_expired(NOW + 60) == 1
+    assert store.stored_bytes == size(kept)
+    assert put(store, later) is Put.STORED
+    uncapped = EventStore(None)
+    put(uncapped, kept)
+    deletion = signed(BRIDGE, 5, "", [["e", kept.id]], at=NOW + 62)
+    assert put(uncapped, deletion) is Put.STORED
+    assert uncapped.stored_bytes == size(deletion)
+
+
+def test_a_rolled_back_put_is_not_counted() -> None:
+    store = EventStore(None, max_bytes=10_000)
+    event = signed(BRIDGE, 4516, "r", at=NOW)
+    assert store.put(event, event.to_json(), commit=False) is Put.STORED
+    store.rollback()
+    assert store.stored_bytes == 0
+    assert store.count() == 0

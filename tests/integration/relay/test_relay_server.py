@@ -8,12 +8,14 @@ and a writer blocked after a burst.
 from __future__ import annotations
 
 import asyncio
+import logging
 import socket
 import urllib.request
 from pathlib import Path
 from typing import Any
 
 import orjson
+import pytest
 from websockets.asyncio.client import ClientConnection, connect
 
 from bridge.nostr.event import VerifiedEvent, expiration_tag, sign_event
@@ -226,3 +228,58 @@ async def test_no_nagle_and_a_slow_reader_is_let_go() -> None:
     finally:
         await server.close()
         server.store.close()
+
+
+async def test_a_full_store_refuses_with_one_log_line_and_has_room_once_events_expire(
+    tmp_path: Path, policy: Policy, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.INFO, "bridge.relay.server")
+    clock = [float(now())]
+    start = int(clock[0])
+
+    def expiring(text: str, at: int) -> VerifiedEvent:
+        tags = [["p", PHONE.public_hex], list(expiration_tag(at + 60))]
+        return sign_event(BRIDGE, 4516, text + "." * 400, tags, created_at=at)
+
+    first = expiring("kept 0", start)
+    relay = EmbeddedRelay(
+        "127.0.0.1",
+        0,
+        admit=policy,
+        database_dir=tmp_path / "relay",
+        clock=lambda: clock[0],
+        max_stored_bytes=3 * len(first.to_json().encode()),
+    )
+    await relay.start()
+    try:
+        async with connect(relay.local_url) as ws:
+            kept = [first, expiring("kept 1", start), expiring("kept 2", start)]
+            for event in kept:
+                assert (await publish(ws, event))[2:] == [True, ""]
+            refused = [expiring(f"over {n}", start) for n in range(50)]
+            for event in refused:
+                assert (await publish(ws, event))[2:] == [False, "error: relay storage full"]
+            heartbeat = sign_event(BRIDGE, 24515, "live", [], created_at=start)
+            assert (await publish(ws, heartbeat))[2:] == [True, ""]  # ephemeral: never stored
+            got = await stored(ws, "all", kinds=[4516])
+            assert sorted(e["id"] for e in got) == sorted(e.id for e in kept)  # nothing lost
+            await send(ws, "CLOSE", "all")
+            clock[0] += 61  # the kept ones expire: the next event makes room by purging them
+            later = expiring("kept 3", start + 61)
+            assert (await publish(ws, later))[2:] == [True, ""]
+            assert [e["id"] for e in await stored(ws, "after", kinds=[4516])] == [later.id]
+        assert relay.server is not None and relay.server.stats["refused_full"] == 50
+    finally:
+        await relay.stop()
+    lines = [r.getMessage() for r in caplog.records if r.name == "bridge.relay.server"]
+    full = [line for line in lines if "storage is full" in line]
+    cap = 3 * len(first.to_json().encode())
+    assert full == [
+        f"! relay storage is full ({cap} bytes of events, the cap is {cap} bytes): new events are "
+        "refused until stored ones expire (embedded_relay_max_mb raises the cap)"
+    ]
+    assert not [line for line in lines if "still full" in line]
+    assert [line for line in lines if "room again" in line] == [
+        f"relay storage has room again ({len(later.to_json().encode())} bytes of events); "
+        "50 event(s) were refused while it was full"
+    ]
