@@ -4,8 +4,10 @@ Resources only (style guide: builders over fixtures); event builders live with t
 
 A test's tier is its directory: everything under ``tests/integration/`` is marked
 ``integration`` (real relays, real daemon processes, external tools), everything under
-``tests/e2e/`` is marked ``e2e`` (the real Claude Code CLI against a local mock API). ``make unit``
-deselects both. A test elsewhere that asks for a real relay, or carries one of those marks by
+``tests/e2e/`` is marked ``e2e`` (the real Claude Code CLI against a local mock API). The security
+tiers join them: ``tests/differential/`` (shell lines run for real in a bubblewrap jail) is
+``integration``, ``tests/redteam/`` (attacks through the real CLI) is ``e2e``. ``make unit``
+deselects both marks. A test elsewhere that asks for a real relay, or carries one of those marks by
 hand, stops the collection: the fast tier stays fast only if nobody can slip a slow test into it.
 
 Property tests (hypothesis) are derandomized: every run tries the same examples, so a run is red
@@ -35,7 +37,13 @@ RelayFactory = Callable[..., Awaitable[LoopbackRelay]]
 DAEMON_LOG_LINES = 80
 
 TESTS = Path(__file__).resolve().parent
-TIERS = {"integration": pytest.mark.integration, "e2e": pytest.mark.e2e}
+TIERS = {
+    "integration": pytest.mark.integration,
+    "e2e": pytest.mark.e2e,
+    "differential": pytest.mark.integration,
+    "redteam": pytest.mark.e2e,
+}
+MARKS = ("integration", "e2e")
 REAL_RELAY_FIXTURES = frozenset({"relay", "relay_factory"})
 
 
@@ -49,7 +57,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         if mark is not None:
             item.add_marker(mark)
             continue
-        hand_marked = [name for name in TIERS if item.get_closest_marker(name) is not None]
+        hand_marked = [name for name in MARKS if item.get_closest_marker(name) is not None]
         relays = sorted(REAL_RELAY_FIXTURES & set(getattr(item, "fixturenames", ())))
         if hand_marked or relays:
             why = f"marked {', '.join(hand_marked)}" if hand_marked else f"uses {relays[0]}"

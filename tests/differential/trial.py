@@ -1,0 +1,164 @@
+"""One line, judged twice: by the gate, and by what bash really does to a throwaway home.
+
+:class:`Bench` holds what every trial shares — a template home built once (its repositories made
+inside the jail, so their paths are the jail's), the canaries in its secrets, and a web server on
+127.0.0.1 serving the scripts the download-then-run lines fetch. :meth:`Bench.trial` copies the
+template, asks the gate, runs the line in the jail and measures the effects on disk.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import shutil
+import threading
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from dataclasses import dataclass
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+
+from bridge.engine.gate import GateContext, GateDecision, evaluate
+from bridge.sandbox import hidden_paths as sandbox_hidden
+
+from .corpus import Line
+from .home import (
+    PROJECT,
+    Effects,
+    arm_secrets,
+    effects,
+    make_canaries,
+    secrets_read,
+    setup_script,
+    snapshot,
+    write_home_files,
+)
+from .jail import JAIL_HOME, Ran, run_jailed
+
+__all__ = ["Bench", "Trial", "gate_context", "hidden_paths", "serve_scripts"]
+
+SCRIPTS: Mapping[str, bytes] = {
+    "i.sh": b"touch ~/pwned\n",
+    "i.tcl": b"exec touch $env(HOME)/pwned\n",
+    "data.txt": b"some data\n",
+}
+"""What the tier's web server serves: two payloads and a harmless file."""
+
+
+def hidden_paths(home: str) -> tuple[str, ...]:
+    """The paths the sandbox hides for a bridge whose home is ``~/.codedeck`` (its default)."""
+    return sandbox_hidden(home, f"{home}/.codedeck")
+
+
+def gate_context(home: str) -> GateContext:
+    """The gate's view of a session in ``~/proj``, mode ``default``, workspace root ``~`` (the
+    bridge's default), with the sandbox's hidden paths as its secrets."""
+    fields: dict[str, object] = {
+        "mode": "default",
+        "cwd": f"{home}/{PROJECT}",
+        "roots": (home,),
+        "home": home,
+    }
+    if "secrets" in {field.name for field in dataclasses.fields(GateContext)}:
+        fields["secrets"] = hidden_paths(home)
+    return GateContext(**fields)  # type: ignore[arg-type]
+
+
+@dataclass(frozen=True, slots=True)
+class Trial:
+    """A line's verdict and what it did."""
+
+    line: str
+    decision: GateDecision
+    ran: Ran
+    effects: Effects
+
+    def describe(self) -> str:
+        """A few lines for an assertion message."""
+        return (
+            f"line: {self.line}\n"
+            f"gate: {self.decision.outcome.value} {list(self.decision.reasons)}\n"
+            f"bash: exit {self.ran.returncode}; {self.effects.describe()}\n"
+            f"stderr: {self.ran.stderr.decode(errors='replace')[-400:]}"
+        )
+
+
+class _Handler(BaseHTTPRequestHandler):
+    def do_GET(self) -> None:
+        body = SCRIPTS.get(self.path.lstrip("/"))
+        self.send_response(200 if body is not None else 404)
+        self.send_header("Content-Length", str(len(body or b"")))
+        self.end_headers()
+        self.wfile.write(body or b"")
+
+    def log_message(self, format: str, *args: object) -> None:
+        return
+
+
+@contextmanager
+def serve_scripts() -> Iterator[str]:
+    """A web server on 127.0.0.1 serving :data:`SCRIPTS`; yields its URL."""
+    server = ThreadingHTTPServer(("127.0.0.1", 0), _Handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}"
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join()
+
+
+class Bench:
+    """The template home and the web server every trial shares.
+
+    Args:
+        root: an empty directory for the template and the trials' homes.
+        url: the :func:`serve_scripts` server.
+
+    Raises:
+        AssertionError: the template's repositories could not be made.
+    """
+
+    def __init__(self, root: Path, url: str) -> None:
+        self.root = root
+        self.url = url
+        self.canaries = make_canaries()
+        self.template = root / "template"
+        self.template.mkdir()
+        write_home_files(self.template, self.canaries)
+        made = run_jailed(self.template, setup_script(), cwd=JAIL_HOME)
+        assert made.returncode == 0, made.stderr.decode(errors="replace")
+        self._count = 0
+
+    def trial(self, line: Line) -> Trial:
+        """Ask the gate about `line`, then run it in a fresh copy of the template."""
+        command = line.render(JAIL_HOME, self.url)
+        decision = evaluate("Bash", {"command": command}, gate_context(JAIL_HOME))
+        self._count += 1
+        home = self.root / f"home-{self._count}"
+        shutil.copytree(self.template, home, symlinks=True)
+        try:
+            before = snapshot(home)
+            arm_secrets(home)
+            ran = run_jailed(home, command, cwd=f"{JAIL_HOME}/{PROJECT}")
+            read = secrets_read(home)
+            after = snapshot(home)
+            found = effects(
+                home, before, after, self.canaries, output=(ran.stdout, ran.stderr), read=read
+            )
+            found.refused = ran.refused_write
+        finally:
+            _remove(home)
+        return Trial(command, decision, ran, found)
+
+
+def _remove(path: Path) -> None:
+    """Delete a trial's home, also after ``chmod 000`` took the permissions away."""
+    path.chmod(0o700)
+    for root, dirs, _files in os.walk(path):
+        for name in dirs:
+            entry = Path(root) / name
+            if not entry.is_symlink():
+                entry.chmod(0o700)
+    shutil.rmtree(path)
