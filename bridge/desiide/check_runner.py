@@ -39,14 +39,19 @@ class CheckOutcome:
     seconds: float
 
 
-def blocked_check(root: Path, commands: Sequence[Sequence[str]]) -> str | None:
+def blocked_check(
+    root: Path, commands: Sequence[Sequence[str]], secrets: Sequence[str]
+) -> str | None:
     """Why the gate's deny list blocks one of `commands` (run in `root`), or None.
 
     A check is a command line like any other: ``make test`` is fine, a Makefile target the
-    project named ``rm -rf ~`` is not. Floors do not stop a check (the task asked for it); only
-    a deny rule does.
+    project named ``rm -rf ~`` is not, nor one that names a hidden path of `secrets` (the
+    bridge home, ``~/.ssh``, …). Floors do not stop a check (the task asked for it); only a deny
+    rule does.
     """
-    context = GateContext("default", str(root), (str(root),), str(Path.home()))
+    context = GateContext(
+        "default", str(root), (str(root),), str(Path.home()), secrets=tuple(secrets)
+    )
     for argv in commands:
         decision = evaluate("Bash", {"command": shlex.join(argv)}, context)
         if decision.outcome is Outcome.BLOCK:

@@ -34,6 +34,7 @@ from bridge.engine.effects import TaskPolicy
 from bridge.engine.gate import GateContext, Outcome, evaluate
 from bridge.engine.gate.editor_calls import PROPOSE_EDIT, editor_tool, judged_calls
 from bridge.engine.task_gate import NOT_ALLOWED_LABEL
+from bridge.sandbox.hidden import hidden_paths
 from store.decisions import DecisionRecord, read_decisions
 from store.errors import StoreError
 from store.readonly import ReadOnlyDatabase, open_readonly
@@ -142,7 +143,7 @@ def replay_decision(
     mode = str(session.get("permission_mode") or ("acceptEdits" if task else "default"))
     # The session's cwd stands for its workspace: a task's only root, and for a phone's session
     # the root it was opened in (the daemon's configured roots are not the editor's to read).
-    context = GateContext(mode, cwd, (cwd,), user_home)
+    context = GateContext(mode, cwd, (cwd,), user_home, secrets=hidden_paths(user_home, str(home)))
     outcome, reasons = _judge(tool, call["input"], task, context)
     recorded = _SEED_OUTCOME.get(record.outcome)
     return {

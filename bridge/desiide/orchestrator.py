@@ -59,6 +59,7 @@ from bridge.desiide.lifecycle_types import (
 from bridge.engine.task_gate import GATE_ERROR_LABEL
 from bridge.engine.timefmt import iso
 from bridge.ripgrep import find_ripgrep
+from bridge.sandbox.hidden import hidden_paths
 from bridge.tasks import TaskSet
 
 __all__ = ["Judge_", "Orchestrator"]
@@ -385,7 +386,8 @@ class Orchestrator:
         (``verification_blocked``). The others run without a card: the task asked for them, and
         they are the project's own commands."""
         assert self.workspace is not None
-        blocked = blocked_check(self.workspace, action.commands)
+        secrets = hidden_paths(str(Path.home()), str(self.home))
+        blocked = blocked_check(self.workspace, action.commands, secrets)
         if blocked is not None:
             logger.warning("! a check of %s is blocked: %s", action.task_id, blocked)
             async with self._turn:

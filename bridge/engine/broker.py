@@ -136,6 +136,7 @@ class SessionCards:
         cwd: str,
         roots: Sequence[str],
         home: str,
+        secrets: Sequence[str],
         description: str | None,
         agent_id: str | None,
         now: float,
@@ -228,7 +229,9 @@ class SessionCards:
         repeats = self._history.record(tool_name, data)
         gate_failure: str | None = None
         try:
-            context = GateContext(mode=mode, cwd=cwd, roots=tuple(roots), home=home)
+            context = GateContext(
+                mode=mode, cwd=cwd, roots=tuple(roots), home=home, secrets=tuple(secrets)
+            )
             if judge_as is None:
                 decision = evaluate(tool_name, data, context, repeat_count=repeats)
             else:

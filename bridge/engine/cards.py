@@ -132,6 +132,7 @@ class Cards:
                 cwd=record.cwd,
                 roots=(record.cwd,),  # the editor's workspace: the task's only root
                 home=self._config.home,
+                secrets=self._config.secrets,
                 description=event.description,
                 now=now,
             )
@@ -143,6 +144,7 @@ class Cards:
             cwd=record.cwd,
             roots=self._config.roots,
             home=self._config.home,
+            secrets=self._config.secrets,
             description=event.description,
             agent_id=event.agent_id,
             now=now,

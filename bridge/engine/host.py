@@ -57,6 +57,9 @@ class EngineConfig:
     heartbeat_debounce: float = HEARTBEAT_DEBOUNCE
     home: str = "/"
     """The user's home directory (the risk gate guards it)."""
+    secrets: tuple[str, ...] = ()
+    """The paths an agent must never see (``bridge.sandbox.hidden``): the risk gate denies every
+    call that names one, in every mode."""
     env_api_key: str | None = field(default=None, repr=False)
     """The daemon environment's ``ANTHROPIC_API_KEY`` (it wins over a stored key)."""
     agents: tuple[ConfiguredAgent, ...] = ()

@@ -29,7 +29,7 @@ Pure: the clock is ``now``.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any, Final
+from typing import Any, Final, NamedTuple
 
 from bridge.engine.broker import BrokerResult, SessionCards
 from bridge.engine.effects import TaskPolicy
@@ -43,6 +43,17 @@ BUDGET_LABEL: Final = "budget:maxToolCalls"
 GATE_ERROR_LABEL: Final = "gate_error"
 
 
+class GateFacts(NamedTuple):
+    """The fields of the task's gate context, in :class:`GateContext`'s order (built late: a bad
+    value is a ``gate_error`` on the review, not an exception out of the request)."""
+
+    mode: str
+    cwd: str
+    roots: tuple[str, ...]
+    home: str
+    secrets: tuple[str, ...]
+
+
 def task_request(
     cards: SessionCards,
     policy: TaskPolicy,
@@ -54,6 +65,7 @@ def task_request(
     cwd: str,
     roots: Sequence[str],
     home: str,
+    secrets: Sequence[str],
     description: str | None,
     now: float,
 ) -> BrokerResult:
@@ -67,7 +79,13 @@ def task_request(
         judged = judged_calls(tool, tool_input)
         if tool == PROPOSE_EDIT:
             return _review(
-                cards, request_id, tool_name, tool_input, judged, mode, cwd, roots, home, now
+                cards,
+                request_id,
+                tool_name,
+                tool_input,
+                judged,
+                GateFacts(mode, cwd, tuple(roots), home, tuple(secrets)),
+                now,
             )
     # Not an editor tool (one the CLI asks about itself): the session's ordinary gate.
     return cards.request(
@@ -78,6 +96,7 @@ def task_request(
         cwd=cwd,
         roots=roots,
         home=home,
+        secrets=secrets,
         description=description,
         agent_id=None,
         now=now,
@@ -117,15 +136,12 @@ def _review(
     tool_name: str,
     tool_input: Mapping[str, Any],
     judged: list[tuple[str, dict[str, object]]],
-    mode: str,
-    cwd: str,
-    roots: Sequence[str],
-    home: str,
+    facts: GateFacts,
     now: float,
 ) -> BrokerResult:
     """An edit proposal: blocked when a file hits a deny rule, else the editor's review."""
-    context = GateContext(mode=mode, cwd=cwd, roots=tuple(roots), home=home)
     try:
+        context = GateContext(*facts)
         decisions = [evaluate(name, fields, context) for name, fields in judged]
     except Exception:
         # The gate could not judge a path: the editor still reviews every file.

@@ -331,6 +331,7 @@ class AgentEnvironment:
             session,
             roots=tuple(roots),
             home=config.home,
+            secrets=config.secrets,
             plan_file_write=claude and is_plan_file_write(tool_name, tool_input),
         )
         if verdict.problem is not None:

@@ -54,6 +54,7 @@ import os
 import shutil
 import signal
 import uuid
+from collections.abc import Mapping
 from pathlib import Path
 
 from bridge.agents.base import RunnerFactory
@@ -94,6 +95,7 @@ from bridge.runtime.runners import DatabaseHostStore, RunnerManager
 from bridge.runtime.sdnotify import Notifier, StatusReporter, run_watchdog, watchdog_interval
 from bridge.runtime.subscriptions import Subscriptions
 from bridge.runtime.wake import watch_wakes
+from bridge.sandbox.hidden import hidden_paths
 from bridge.tasks import TaskSet, race
 from store import bridge_state
 from store.db import BridgeDatabase, open_bridge_db
@@ -202,6 +204,11 @@ class Daemon:
                 roots=tuple(str(p) for p in settings.workspaces),
                 env_api_key=os.environ.get("ANTHROPIC_API_KEY"),
                 home=str(Path.home()),
+                secrets=hidden_paths(
+                    str(Path.home()),
+                    str(settings.home),
+                    secret_files=bridge_secret_files(settings, os.environ),
+                ),
                 agents=tuple(ConfiguredAgent(a.agent_id, a.label) for a in settings.agents),
             ),
             state,
@@ -470,6 +477,16 @@ async def run_daemon(
             await db.close()
     finally:
         lock.release()
+
+
+def bridge_secret_files(settings: Settings, env: Mapping[str, str]) -> tuple[str, ...]:
+    """The files outside the bridge home the bridge reads secrets from: hidden from every agent.
+
+    The key file, the relay registration token file, and systemd's credential directory (where
+    ``LoadCredential=`` puts the nsec) when the daemon runs with one.
+    """
+    candidates = (settings.key_file, settings.register_token_file, env.get("CREDENTIALS_DIRECTORY"))
+    return tuple(str(path) for path in candidates if path)
 
 
 def _install_stop_signals(stop: asyncio.Event) -> list[int]:

@@ -47,10 +47,17 @@ CASES: list[dict[str, Any]] = CORPUS["cases"]
 HOME = CORPUS["context"]["home"]
 CWD = CORPUS["context"]["cwd"]
 ROOTS = tuple(CORPUS["context"]["roots"])
+SECRETS = tuple(CORPUS["context"]["secrets"])
 
 
 def make_context(mode: str = "default", **overrides: Any) -> GateContext:
-    fields: dict[str, Any] = {"mode": mode, "cwd": CWD, "roots": ROOTS, "home": HOME}
+    fields: dict[str, Any] = {
+        "mode": mode,
+        "cwd": CWD,
+        "roots": ROOTS,
+        "home": HOME,
+        "secrets": SECRETS,
+    }
     fields.update(overrides)
     return GateContext(**fields)
 
@@ -194,8 +201,8 @@ EDGE_CASES = [
     ("git -c color.ui=always log", "allow", []),
     (
         "git -c core.sshCommand='ssh -i ~/.ssh/deploy' fetch",
-        "ask",
-        ["inline_code", "outside_workspace"],
+        "block",
+        ["deny_list:secret_path", "inline_code"],
     ),
     # sudo(8) takes VAR=value before the command: it runs rm.
     ("sudo X=1 rm -rf /", "block", ["deny_list:rm_rf", "privileged"]),
@@ -397,7 +404,7 @@ def test_label_vocabulary_matches_the_desiide_list() -> None:
     assert DENY_RULES == (
         "rm_rf", "mkfs", "dd_device", "fork_bomb", "curl_pipe_sh", "force_push_protected",
         "chmod_system", "chown_system", "chgrp_system", "find_delete_system", "system_write",
-        "shutdown",
+        "shutdown", "secret_path",
     )  # fmt: skip
     assert FLOOR_LABELS == (
         "outside_workspace", "command_substitution", "privileged", "background_process",

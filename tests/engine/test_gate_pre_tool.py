@@ -24,7 +24,7 @@ from bridge.engine.gate import (
     evaluate,
     pre_tool_verdict,
 )
-from tests.engine.test_gate import _JSON, _SHELLISH, CASES, CWD, HOME, ROOTS
+from tests.engine.test_gate import _JSON, _SHELLISH, CASES, CWD, HOME, ROOTS, SECRETS
 
 NO_OPINION = PreToolVerdict(HookDecision.NO_OPINION)
 ASKED = "Needs approval on the phone."  # the mode asks: no reason label
@@ -42,11 +42,18 @@ def verdict(
     cwd: str = CWD,
     roots: tuple[str, ...] = ROOTS,
     home: str = HOME,
+    secrets: tuple[str, ...] = SECRETS,
     plan_file_write: bool = False,
 ) -> PreToolVerdict:
     session = None if mode is None else SessionFacts(mode, cwd)
     return pre_tool_verdict(
-        tool, tool_input, session, roots=roots, home=home, plan_file_write=plan_file_write
+        tool,
+        tool_input,
+        session,
+        roots=roots,
+        home=home,
+        secrets=secrets,
+        plan_file_write=plan_file_write,
     )
 
 
@@ -151,7 +158,7 @@ ROWS: list[tuple[str, str, dict[str, Any], str | None, dict[str, Any], PreToolVe
         (f"floor-{mode}", "Bash", {"command": "sudo ls"}, mode, {}, ask(PRIVILEGED))
         for mode in ("default", "acceptEdits", "plan")
     ),
-    ("floor-read-outside", "Read", {"file_path": f"{HOME}/.ssh/id_rsa"}, "acceptEdits", {}, ask(OUTSIDE)),
+    ("floor-read-outside", "Read", {"file_path": f"{HOME}/.profile"}, "acceptEdits", {}, ask(OUTSIDE)),
     ("floor-edit-outside", "Edit", {"file_path": "/tmp/x"}, "acceptEdits", {}, ask(OUTSIDE)),
     # 7. the mode asks in plan: Claude Code enforces plan mode itself
     ("plan-bash", "Bash", {"command": "npm test"}, "plan", {}, NO_OPINION),
@@ -200,6 +207,17 @@ def test_texts() -> None:
     assert ask(GateDecision(Outcome.ASK)).reason == ASKED
     assert [d.value for d in HookDecision] == ["no_opinion", "ask", "deny"]
     assert sorted(CARD_TOOLS) == ["AskUserQuestion", "EnterPlanMode", "ExitPlanMode"]
+
+
+def test_a_hidden_path_is_denied_in_every_mode_and_a_bad_one_fails_closed() -> None:
+    for mode in ("default", "acceptEdits", "plan", "bypassPermissions"):
+        checked = verdict("Read", {"file_path": f"{HOME}/.ssh/id_ed25519"}, mode)
+        assert checked.decision is HookDecision.DENY
+        assert checked.blocked is not None and checked.blocked.reasons == ("deny_list:secret_path",)
+    relative = verdict("Bash", {"command": "ls"}, secrets=("relative/.ssh",))
+    assert relative == failed(
+        "the session has no usable gate context: GateContext secret must be an absolute path"
+    )
 
 
 def test_an_unhashable_tool_name_is_judged_not_crashed() -> None:
@@ -280,7 +298,13 @@ def test_no_input_raises_or_fails_open(
     plan_file_write: bool,
 ) -> None:
     checked = pre_tool_verdict(
-        tool, tool_input, session, roots=roots, home=home, plan_file_write=plan_file_write
+        tool,
+        tool_input,
+        session,
+        roots=roots,
+        home=home,
+        secrets=(),
+        plan_file_write=plan_file_write,
     )
     assert isinstance(checked.decision, HookDecision)
     assert (checked.reason == "") == (checked.decision is HookDecision.NO_OPINION)

@@ -14,8 +14,8 @@ Decision table (the first row that matches wins)::
     none, any other tool (Bash, MCP, …)     allow     ask           ask     ask
 
 ``default`` auto-allows every call without labels, as the reference bridge does. ``acceptEdits``
-auto-allows what its name says and no more: reads, and edits of files inside the workspace (an
-edit without a label is one: outside it is ``outside_workspace`` or a deny rule). A command and
+auto-allows what its name says and no more: reads, and edits of files inside the session's folder
+(an edit without a label is one: outside it is ``outside_workspace`` or a deny rule). A command and
 every other tool that can change something (Bash, MCP tools, …) is a card — approving a plan with
 key 1 switches to ``acceptEdits``, and that must not silently let every command run. ``plan``
 never auto-allows a tool that could change something (Write, Edit, Bash, MCP tools, …): Claude
@@ -27,12 +27,28 @@ ones Claude Code would allow by itself): :func:`.pre_tool.pre_tool_verdict` turn
 hook's answer, with one failure policy — when the gate cannot judge a call, it asks; when the
 session is unknown, it denies. Its module docstring has that table.
 
+Where a call may go (:mod:`.paths`): **reads** anywhere under the configured workspace roots;
+**writes** only under the session's own folder (its cwd, the folder it was created in — the one
+place the sandbox leaves writable), so writing ``~/.bashrc`` from a session in ``~/proj`` is
+``outside_workspace`` even when the root is ``~``. **Hidden paths** (the bridge home, its key and
+token files, ``~/.ssh``, ``~/.aws``, browser profiles, …: ``GateContext.secrets``, the list the
+sandbox hides) are neither, whatever the roots: naming one is ``deny_list:secret_path``.
+
 Deny rules (``deny_list:<rule>``, block in every mode):
 
-* ``rm_rf`` — recursive delete of ``/``, the home or an ancestor of it, a workspace root itself
-  or an ancestor of one, or any path outside the workspace (also ``rm -rf /*``, ``rm -rf ~/*``,
-  ``cd / && rm -rf *``, ``{rm,-rf,/}``, and ``mv`` of ``/``, ``~`` or a root). Inside the
-  workspace it is an ordinary call.
+* ``secret_path`` — any call that names a hidden path or a path below one: the file tools'
+  paths (and a Glob pattern that can match one), and every word of a shell command — arguments
+  of any program, ``name=value`` and ``--opt=value`` values, redirect targets, ``cd`` targets
+  (``cd ~/.codedeck && cat bridge.db``), link targets (``ln -s ~/.ssh k``), globs that can match
+  one (``cat ~/.ss?/id_rsa``; bash's ``*`` skips a leading dot). A path that is only an ancestor
+  of a hidden one is not (``grep -r x ~``, Glob ``~/**``): refusing those would refuse every
+  search of the home, and the sandbox hides the content anyway.
+* ``rm_rf`` — recursive delete of ``/``, the home or an ancestor of it, a workspace root or the
+  session's folder itself or an ancestor of one, or any path outside the workspace roots (also
+  ``rm -rf /*``, ``rm -rf ~/*``, ``cd / && rm -rf *``, ``{rm,-rf,/}``, and ``mv`` of ``/``,
+  ``~`` or a root). Inside the session's folder it is an ordinary call; inside the roots but
+  outside the folder (``rm -rf ../other-proj/build``) it is ``outside_workspace``, a card: the
+  user may mean it, and nothing irreplaceable outside their workspace is at stake.
 * ``mkfs`` — mkfs, mkfs.*, mke2fs, mkswap, mkdosfs, mkntfs, mkexfatfs, wipefs, newfs*.
 * ``dd_device`` — a write to a device node under /dev (``dd of=/dev/sda``, and any redirect,
   tee, cp or Write into one); /dev/null, /dev/zero, /dev/std*, /dev/tty, /dev/fd/* are fine.
@@ -52,18 +68,21 @@ Deny rules (``deny_list:<rule>``, block in every mode):
 * ``system_write`` — writes (redirects, tee, cp/mv/install/ln/rsync destinations, touch, mkdir,
   truncate, sed -i, rm of a file, curl -o, wget -O, Write/Edit/MultiEdit/NotebookEdit) into /etc,
   /usr, /boot, /bin, /sbin, /lib*, /var (not /var/tmp, /var/folders), /sys, /proc, and macOS's
-  /private/etc, /private/var, /System, /Library — outside the workspace.
+  /private/etc, /private/var, /System, /Library — outside the workspace roots (inside a root
+  but outside the session's folder it is ``outside_workspace``).
 * ``shutdown`` — shutdown, reboot, halt, poweroff, ``systemctl``/``loginctl`` poweroff, reboot,
   halt, suspend, hibernate, …, ``init 0|6``, ``telinit 0|6``.
 
 Floors (at least ``ask``):
 
-* ``outside_workspace`` — file tools: Write/Edit/MultiEdit/NotebookEdit *and* Read/NotebookRead/
-  LS/Glob/Grep of any path outside the workspace roots (a read outside is a privacy leak: ~/.ssh,
-  ~/.aws, another project's .env). Shell: a ``cd`` out of the workspace, a redirect or write
-  target outside it, an argument that looks like a path (absolute, ``~``, or climbing with ``..``)
-  outside it, a program run from outside it (system bin directories excepted), and any path the
-  checker cannot resolve where it matters (``rm -rf "$DIR"``, ``cd "$X"``).
+* ``outside_workspace`` — file tools: Write/Edit/MultiEdit/NotebookEdit of any path outside the
+  session's folder, and Read/NotebookRead/LS/Glob/Grep of any path outside the workspace roots
+  (a read outside is a privacy leak: another project's .env). Shell: a ``cd`` out of the roots, a
+  redirect or write target outside the session's folder (``touch ~/outside``, ``chmod`` of a
+  sibling project), a link whose target is outside the folder (``ln -s ~ h``: writes through it
+  would land outside), an argument that looks like a path (absolute, ``~``, or climbing with
+  ``..``) outside the roots, a program run from outside them (system bin directories excepted),
+  and any path the checker cannot resolve where it matters (``rm -rf "$DIR"``, ``cd "$X"``).
 * ``command_substitution`` — ``$(…)``, backquotes, ``<(…)``, ``>(…)`` wherever bash runs them:
   not inside single quotes — but single quotes do not quote inside ``"${x:-'…'}"``,
   ``$(( '…' ))`` or an unquoted heredoc — and also in ``${x:-<(…)}`` and after ``~`` (``~$(…)``).

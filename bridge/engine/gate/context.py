@@ -2,11 +2,20 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Protocol
 
 from .labels import deny_label
-from .paths import Target, Workspace, is_device, is_safe_device, is_system, resolve
+from .paths import (
+    Target,
+    Workspace,
+    is_device,
+    is_safe_device,
+    is_system,
+    reaches_hidden,
+    resolve,
+)
 from .shell_lexer import Word
 from .words import drop_prefix
 
@@ -15,13 +24,16 @@ __all__ = [
     "INLINE",
     "OUTSIDE",
     "PRIVILEGED",
+    "SECRET",
     "UNPARSABLE",
     "Call",
     "CommandEnv",
     "Facts",
     "Scope",
     "check_lenient",
+    "check_link_source",
     "check_read",
+    "check_secret_words",
     "check_write",
     "enter_directory",
     "read_label",
@@ -33,6 +45,7 @@ PRIVILEGED = "privileged"
 BACKGROUND = "background_process"
 INLINE = "inline_code"
 UNPARSABLE = "unparsable_command"
+SECRET = deny_label("secret_path")
 
 
 @dataclass(slots=True)
@@ -126,25 +139,32 @@ class Call:
 
 
 def write_label(target: Target | None, workspace: Workspace) -> str | None:
-    """The label for writing (or removing) ``target``, None when that is fine."""
+    """The label for writing (or removing) ``target``, None when that is fine.
+
+    Fine means inside the session's folder; a hidden path is a deny rule wherever it is.
+    """
     if target is None:
         return OUTSIDE
     path = target.path
-    if workspace.within(path):
+    if workspace.hidden(path):
+        return SECRET
+    if workspace.writable(path):
         return None
     if is_device(path) or (target.subtree and path == "/dev"):
         return deny_label("dd_device")
     if is_safe_device(path):
         return None
-    if is_system(path, subtree=target.subtree):
+    if is_system(path, subtree=target.subtree) and not workspace.within(path):
         return deny_label("system_write")
     return OUTSIDE
 
 
 def read_label(target: Target | None, workspace: Workspace) -> str | None:
-    """The label for reading ``target``, None when that is fine."""
+    """The label for reading ``target``, None when that is fine (anywhere in the roots)."""
     if target is None:
         return OUTSIDE
+    if workspace.hidden(target.path):
+        return SECRET
     if workspace.within(target.path) or is_safe_device(target.path):
         return None
     return OUTSIDE
@@ -173,6 +193,8 @@ def enter_directory(scope: Scope, word: Word, env: CommandEnv) -> None:
     relative path of the line is judged unknown too — ``cd "$D" && rm -rf *`` is never a pass.
     """
     target = resolve(word, scope.cwd, strict=True)
+    if target is not None and env.workspace.hidden(target.path):
+        env.flag(SECRET)
     if target is None or target.subtree:
         if target is None or not env.workspace.within(target.path):
             env.flag(OUTSIDE)
@@ -212,3 +234,52 @@ def check_lenient(call: Call, word: Word) -> None:
     label = read_label(resolve(word, call.scope.cwd, strict=False), call.workspace)
     if label is not None:
         call.env.flag(label)
+
+
+def check_link_source(call: Call, word: Word) -> None:
+    """``ln [-s] source name``: a link to a path outside the session's folder is a way out of it.
+
+    Writes through ``name`` land at ``source`` (``ln -s ~ h && rm -rf h/``), and the gate cannot
+    follow links later, so the source is judged as a write. A source the gate cannot resolve is
+    a card too; a system path is only ``outside_workspace`` (linking ``/usr/bin/python3`` into a
+    venv is ordinary) — the write through the link is what a deny rule would catch.
+    """
+    target = call.target(word)
+    if target is not None and call.workspace.hidden(target.path):
+        call.env.flag(SECRET)
+    elif target is None or not call.workspace.writable(target.path):
+        call.env.flag(OUTSIDE)
+
+
+def check_secret_words(words: Iterable[Word], cwd: str | None, env: CommandEnv) -> None:
+    """Deny any word of a command that names a hidden path (``deny_list:secret_path``).
+
+    Every word counts, whatever the program: a path is a path to ``cat``, ``cp``, ``tar`` and
+    ``ssh -i`` alike, and which arguments a program reads as paths is not ours to guess. Besides
+    the word itself, the value of ``name=value`` or ``--opt=value`` counts (``dd if=…``,
+    ``--key-file=~/.ssh/id``). A relative word is resolved against ``cwd``; a glob that can match
+    a hidden path names it (:func:`.paths.reaches_hidden`).
+    """
+    secrets = env.workspace.secrets
+    if not secrets:
+        return
+    for word in words:
+        if _names_hidden(word, cwd, env.workspace):
+            env.flag(SECRET)
+            return
+
+
+def _names_hidden(word: Word, cwd: str | None, workspace: Workspace) -> bool:
+    candidates = [word]
+    value = word.value
+    equals = value.find("=")
+    if equals > 0:
+        candidates.append(drop_prefix(word, equals + 1))
+    for candidate in candidates:
+        pieces = [(part.kind, part.text) for part in candidate.parts]
+        if pieces and pieces[0][0] == "lit" and pieces[0][1].startswith("~/"):
+            # not expanded by bash after "--opt=", but the program may do it itself
+            pieces[0] = ("lit", workspace.home + pieces[0][1][1:])
+        if reaches_hidden(pieces, cwd, workspace.secrets):
+            return True
+    return False

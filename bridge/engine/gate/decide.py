@@ -9,10 +9,10 @@ import posixpath
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from .context import BACKGROUND, UNPARSABLE, read_label, write_label
+from .context import BACKGROUND, SECRET, UNPARSABLE, read_label, write_label
 from .history import LOOP_THRESHOLD
 from .labels import DENY_PREFIX, LOOP_LABEL, GateDecision, Outcome, order_labels
-from .paths import Target, Workspace, normalise
+from .paths import Target, Workspace, normalise, reaches_hidden
 from .shell_check import check_shell
 
 __all__ = [
@@ -72,9 +72,12 @@ class GateContext:
         mode: the permission mode: ``default``, ``acceptEdits`` or ``plan`` (any other value
             but ``bypassPermissions`` is treated as the strictest: every call is at least
             ``ask``).
-        cwd: the session's working directory (absolute).
+        cwd: the session's folder, the directory it was created in (absolute): writes are
+            judged against it, reads against the roots.
         roots: the workspace roots (absolute); the session's files live under them.
         home: the user's home directory (absolute).
+        secrets: the hidden paths (absolute): denied to every tool in every mode, and never
+            workspace whatever the roots (``bridge.sandbox.hidden`` makes the list).
 
     Raises:
         ValueError: a path is not absolute, or there are no roots.
@@ -84,22 +87,30 @@ class GateContext:
     cwd: str
     roots: tuple[str, ...]
     home: str
+    secrets: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         roots = tuple(self.roots)
+        secrets = tuple(self.secrets)
         if not roots:
             raise ValueError("GateContext needs at least one workspace root")
-        for what, path in (("cwd", self.cwd), ("home", self.home), *(("root", r) for r in roots)):
-            if not isinstance(path, str) or not path.startswith("/"):
+        for what, path in (
+            ("cwd", self.cwd),
+            ("home", self.home),
+            *(("root", r) for r in roots),
+            *(("secret", p) for p in secrets),
+        ):
+            if not isinstance(path, str) or not path.startswith("/") or "\x00" in path:
                 raise ValueError(f"GateContext {what} must be an absolute path")
         object.__setattr__(self, "cwd", normalise(self.cwd))
         object.__setattr__(self, "home", normalise(self.home))
         object.__setattr__(self, "roots", tuple(normalise(root) for root in roots))
+        object.__setattr__(self, "secrets", tuple(normalise(secret) for secret in secrets))
 
     @property
     def workspace(self) -> Workspace:
-        """The roots and home as the path checks use them."""
-        return Workspace(self.roots, self.home)
+        """The roots, the session's folder, the home and the hidden paths for the path checks."""
+        return Workspace(self.roots, self.home, folder=self.cwd, secrets=self.secrets)
 
 
 def evaluate(
@@ -171,7 +182,10 @@ def _labels(tool_name: str, fields: Mapping[str, object], context: GateContext) 
         for key in FILE_READ_TOOLS[tool_name]:
             if key not in fields:
                 continue  # the tool's default: the cwd
-            target = _tool_target(fields[key], context.home, base, pattern=key == "pattern")
+            value = fields[key]
+            if key == "pattern" and _pattern_hidden(value, context.home, base, workspace):
+                labels.add(SECRET)
+            target = _tool_target(value, context.home, base, pattern=key == "pattern")
             if key == "path":
                 base = target.path if target is not None else None  # Glob's pattern is below it
             label = read_label(target, workspace)
@@ -200,3 +214,13 @@ def _tool_target(value: object, home: str, base: str | None, *, pattern: bool) -
             return None
         value = posixpath.join(base, value) if value else base
     return Target(normalise(value), subtree)
+
+
+def _pattern_hidden(value: object, home: str, base: str | None, workspace: Workspace) -> bool:
+    """A Glob pattern that can match a hidden path (``~/.ss*/*``); ``**`` alone is an ancestor."""
+    if not isinstance(value, str) or "\x00" in value:
+        return False
+    if value == "~" or value.startswith("~/"):
+        value = home + value[1:]
+    pieces = [("glob" if char in _GLOB_CHARS else "lit", char) for char in value]
+    return reaches_hidden(pieces, base, workspace.secrets)

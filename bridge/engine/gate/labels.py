@@ -1,8 +1,8 @@
 """The gate's vocabulary: outcomes, reason labels and the human text for each label.
 
 The labels are the Desiide risk gate's (``spec/seeds/desiide-protocol.md``, "Reason labels JEV-2
-adds"): ``deny_list:<rule>`` for the twelve deny rules, the six floors, plus ``loop_detected``.
-They ride on the phone card's ``metadata.reasons`` and in the tool-result text of a block, so they
+adds"): ``deny_list:<rule>`` for its twelve deny rules and our ``secret_path``, the six floors,
+plus ``loop_detected``. They ride on the phone card's ``metadata.reasons`` and in the tool-result text of a block, so they
 are part of the wire vocabulary: never rename one.
 """
 
@@ -42,6 +42,7 @@ DENY_RULES: tuple[str, ...] = (
     "find_delete_system",
     "system_write",
     "shutdown",
+    "secret_path",
 )
 """Rules whose hit blocks the call in every permission mode."""
 
@@ -91,8 +92,8 @@ _RANK = {label: index for index, label in enumerate(ALL_LABELS)}
 
 _TEXTS: dict[str, str] = {
     "deny_list:rm_rf": (
-        "Recursive delete of /, the home directory, a workspace root or a path outside the "
-        "workspace."
+        "Recursive delete of /, the home directory, a workspace root, the session's folder or a "
+        "path outside the workspace."
     ),
     "deny_list:mkfs": "Creates or wipes a filesystem (mkfs, mkswap, wipefs, …).",
     "deny_list:dd_device": "Writes raw data to a device under /dev.",
@@ -111,7 +112,14 @@ _TEXTS: dict[str, str] = {
         "the workspace."
     ),
     "deny_list:shutdown": "Shuts down, reboots or suspends the machine.",
-    "outside_workspace": "Touches a path outside the session's workspace (or one that can't be told).",
+    "deny_list:secret_path": (
+        "Names a path the agent must never see: the bridge's own home and key files, ~/.ssh, "
+        "~/.gnupg, cloud and forge credentials, password stores or browser profiles."
+    ),
+    "outside_workspace": (
+        "Reads outside the workspace, writes outside the session's folder, or touches a path "
+        "that can't be told."
+    ),
     "command_substitution": "Runs a command substitution ($(…), `…`, <(…)) whose result can't be seen.",
     "privileged": "Runs with elevated privileges (sudo, su, doas, pkexec).",
     "background_process": "Starts a process that keeps running in the background.",

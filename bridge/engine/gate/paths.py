@@ -1,18 +1,32 @@
-"""Where a path lies: inside the workspace, under a system directory, a device, or unknown.
+"""Where a path lies: inside the workspace, hidden, under a system directory, a device, or unknown.
 
 Paths are judged lexically: ``~`` is already the home directory (the lexer did it), relative
 paths are joined to the current directory, then ``..`` is folded (``posixpath.normpath``).
 Symlinks are not followed — the gate is a pure function and cannot look at the disk — so a
 symlink inside the workspace that points out of it is judged by where it sits. That is the
-accepted limit of a lexical check; the phone still sees every card the floors raise.
+accepted limit of a lexical check: making such a link is a card (``ln -s ~ h``), but a later
+``rm -rf h/`` is judged as a delete inside the folder, and the sandbox (only the session's folder
+is writable) is what stops it.
 
 A word with a glob or (in lenient mode) a run-time part names "something under" the directory
 its static prefix ends in: ``/etc/pass*`` → a subtree of ``/etc``; ``*`` → a subtree of the cwd.
+
+The workspace has two extents. Reads may go anywhere under the configured roots; writes only
+under the session's own folder (its cwd), the one place the sandbox leaves writable. Hidden
+paths (the bridge home, key and token files, ``~/.ssh``, …: the list the sandbox hides, passed in
+as data) are neither, whatever the roots: naming one is ``deny_list:secret_path``. A word that
+names a path *at or below* a hidden path names it; so does a glob that can match one
+(``~/.ss?/id_rsa``, ``~/.config/*``: bash's ``*`` does not match a leading dot, so ``~/*`` does
+not). A recursive read or a glob whose base is only an *ancestor* of a hidden path (``grep -r x
+~``, ``~/**``) is not: it would refuse every search of the home, and the sandbox hides the
+content anyway.
 """
 
 from __future__ import annotations
 
 import posixpath
+import re
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from .shell_lexer import Word
@@ -28,6 +42,7 @@ __all__ = [
     "is_system",
     "is_under",
     "normalise",
+    "reaches_hidden",
     "resolve",
 ]
 
@@ -114,26 +129,153 @@ class Target:
 
 @dataclass(frozen=True, slots=True)
 class Workspace:
-    """The session's workspace roots and the user's home, both normalised absolute paths."""
+    """Where a session may read and write, and what it must never name.
+
+    Attributes:
+        roots: the configured workspace roots: reads anywhere below them are fine.
+        home: the user's home directory.
+        folder: the session's own folder (its cwd): writes are fine only below it (and inside
+            a root). None: the roots are the write area too.
+        secrets: the hidden paths: never readable, writable nor workspace.
+
+    All paths are normalised and absolute.
+    """
 
     roots: tuple[str, ...]
     home: str
+    folder: str | None = None
+    secrets: tuple[str, ...] = ()
+
+    def hidden(self, path: str) -> bool:
+        """``path`` is a hidden path or lies below one."""
+        return any(is_under(path, secret) for secret in self.secrets)
 
     def within(self, path: str) -> bool:
-        """``path`` is a workspace root or lies below one."""
-        return any(is_under(path, root) for root in self.roots)
+        """``path`` may be read: a root or below one, and not hidden."""
+        return any(is_under(path, root) for root in self.roots) and not self.hidden(path)
+
+    def writable(self, path: str) -> bool:
+        """``path`` may be written: inside the workspace and the session's folder."""
+        return self.within(path) and (self.folder is None or is_under(path, self.folder))
 
     def home_or_ancestor(self, path: str) -> bool:
         """``path`` is the home directory or contains it (``/``, ``/home``, …)."""
         return is_under(self.home, path)
 
     def protected(self, path: str) -> bool:
-        """Never to be deleted whole: ``/``, the home or an ancestor, a root or an ancestor."""
+        """Never to be deleted whole: ``/``, the home, a root, the session's folder, or an
+        ancestor of one of them."""
         return (
             path == "/"
             or self.home_or_ancestor(path)
             or any(is_under(root, path) for root in self.roots)
+            or (self.folder is not None and is_under(self.folder, path))
         )
+
+
+_ANY_NAME = re.compile(r".*", re.DOTALL)
+
+
+def _component(pieces: list[tuple[str, str]]) -> tuple[re.Pattern[str], bool] | None:
+    """One path component of a pattern as a regex, and whether it may match a leading dot.
+
+    ``pieces`` are (kind, text) with kind ``lit`` or ``glob`` (``*``, ``?``, ``[``, or ``{`` of a
+    tool's pattern). A bracket or brace makes the component match any name (the gate does not
+    parse bracket expressions; matching more only ever denies more). None: a ``**`` component
+    (any depth: an ancestor, never a denial by itself).
+    """
+    if all(kind == "glob" and text == "*" for kind, text in pieces) and len(pieces) >= 2:
+        return None
+    dot = bool(pieces) and pieces[0][0] == "lit" and pieces[0][1].startswith(".")
+    if any(kind == "glob" and text in "[{" for kind, text in pieces):
+        return _ANY_NAME, dot
+    regex = "".join(
+        re.escape(text) if kind == "lit" else (".*" if text == "*" else ".")
+        for kind, text in pieces
+    )
+    return re.compile(regex, re.DOTALL), dot or not any(kind == "glob" for kind, _ in pieces)
+
+
+def _split(pieces: list[tuple[str, str]]) -> list[list[tuple[str, str]]]:
+    """Pattern pieces cut into path components at the ``/`` of literal text."""
+    components: list[list[tuple[str, str]]] = [[]]
+    for kind, text in pieces:
+        if kind != "lit":
+            components[-1].append((kind, text))
+            continue
+        first, *rest = text.split("/")
+        if first:
+            components[-1].append(("lit", first))
+        for chunk in rest:
+            components.append([("lit", chunk)] if chunk else [])
+    return [component for component in components if component]
+
+
+def _reaches(components: list[list[tuple[str, str]]], names: list[str]) -> bool:
+    """The pattern's components match ``names`` (a hidden path) from the start, or go below it."""
+    index = 0
+    for component in components:
+        if index == len(names):
+            return True  # the hidden path matched: the rest lies below it
+        compiled = _component(component)
+        if compiled is None:
+            continue  # "**": only its zero-depth reading is checked (an ancestor otherwise)
+        regex, dot = compiled
+        name = names[index]
+        if (name.startswith(".") and not dot) or not regex.fullmatch(name):
+            return False
+        index += 1
+    return index == len(names)
+
+
+def reaches_hidden(
+    pieces: Sequence[tuple[str, str]], cwd: str | None, secrets: Sequence[str]
+) -> bool:
+    """A path pattern names a hidden path, or something below one.
+
+    Args:
+        pieces: the pattern as (kind, text): ``lit`` text, ``glob`` characters, ``dyn`` for a
+            run-time part (the pattern is judged by what comes before it: an unknown part could
+            be anything, and only a prefix that already reached a hidden path is a denial).
+        cwd: the directory a relative pattern is relative to (None: unknown, never a denial).
+        secrets: the hidden paths, absolute and normalised.
+    """
+    static: list[tuple[str, str]] = []
+    cut = False
+    for kind, text in pieces:
+        if kind == "dyn":
+            cut = True
+            break
+        static.append(("glob" if kind == "glob" else "lit", text))
+    if not static:
+        return False
+    if not (static[0][0] == "lit" and static[0][1].startswith("/")):
+        if cwd is None:
+            return False
+        static.insert(0, ("lit", cwd.rstrip("/") + "/"))
+    components = _split(static)
+    if cut and not (static[-1][0] == "lit" and static[-1][1].endswith("/")):
+        components.pop()  # the component the run-time part is in could be any name
+    components = _fold(components)
+    for secret in secrets:
+        names = [name for name in secret.split("/") if name]
+        if _reaches(components, names):
+            return True
+    return False
+
+
+def _fold(components: list[list[tuple[str, str]]]) -> list[list[tuple[str, str]]]:
+    """Fold literal ``.`` and ``..`` components, as the path checks do (``posixpath.normpath``)."""
+    folded: list[list[tuple[str, str]]] = []
+    for component in components:
+        if component == [("lit", ".")]:
+            continue
+        if component == [("lit", "..")]:
+            if folded:
+                folded.pop()
+            continue
+        folded.append(component)
+    return folded
 
 
 def resolve(word: Word, cwd: str | None, *, strict: bool) -> Target | None:

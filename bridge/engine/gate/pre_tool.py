@@ -133,6 +133,7 @@ def pre_tool_verdict(
     *,
     roots: tuple[str, ...],
     home: str,
+    secrets: tuple[str, ...],
     plan_file_write: bool,
 ) -> PreToolVerdict:
     """The ``PreToolUse`` hook's answer to one tool call. Pure; never raises for any input.
@@ -143,6 +144,7 @@ def pre_tool_verdict(
         session: the session's mode and cwd; None when the bridge has no record of it.
         roots: the workspace roots (absolute).
         home: the user's home directory (absolute).
+        secrets: the hidden paths (absolute): every call naming one is denied.
         plan_file_write: the runtime found the call to be Claude Code writing its own plan file.
 
     Returns:
@@ -157,7 +159,9 @@ def pre_tool_verdict(
     if plan_file_write:
         return _NO_OPINION
     try:
-        context = GateContext(mode=session.mode, cwd=session.cwd, roots=roots, home=home)
+        context = GateContext(
+            mode=session.mode, cwd=session.cwd, roots=roots, home=home, secrets=secrets
+        )
     except ValueError as exc:
         # GateContext's own messages name the field at fault, never its value.
         return _gate_failed(f"the session has no usable gate context: {exc}")

@@ -19,6 +19,7 @@ from .context import (
     OUTSIDE,
     Call,
     check_lenient,
+    check_link_source,
     check_read,
     check_write,
 )
@@ -83,6 +84,8 @@ def _recursive_delete(call: Call, target: Target | None) -> None:
         bad = workspace.protected(path) or not workspace.within(path)
     if bad:
         call.env.flag(deny_label("rm_rf"))
+    elif not workspace.writable(path):
+        call.env.flag(OUTSIDE)  # in the workspace, outside the session's folder: a card
 
 
 def _writes_all(short: str = "", long: frozenset[str] = frozenset()) -> Rule:
@@ -115,6 +118,10 @@ def _copy_like(call: Call) -> None:
         destinations = positionals[-1:] if len(args.positionals) >= 2 else []
     for index, word in destinations:
         check_write(call, index, word)
+    if call.name == "ln":
+        for index, word in positionals if directory else positionals[:-1] or positionals:
+            call.handled.add(index)
+            check_link_source(call, word)
     if call.name == "mv":
         for _, word in positionals[:-1]:  # moving /, ~ or a root away is deleting it
             target = call.target(word)
@@ -198,7 +205,7 @@ def _permissions(call: Call) -> None:
         path = target.path
         if path == "/" or (recursive and workspace.home_or_ancestor(path)):
             call.env.flag(rule)  # even when the home is inside a workspace root
-        elif workspace.within(path) or is_safe_device(path):
+        elif workspace.writable(path) or is_safe_device(path):
             continue
         elif is_system(path, subtree=target.subtree) or is_device(path):
             call.env.flag(rule)

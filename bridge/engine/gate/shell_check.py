@@ -16,7 +16,16 @@ from __future__ import annotations
 from typing import Literal
 
 from .command_rules import check_argv
-from .context import BACKGROUND, INLINE, UNPARSABLE, Facts, Scope, read_label, write_label
+from .context import (
+    BACKGROUND,
+    INLINE,
+    UNPARSABLE,
+    Facts,
+    Scope,
+    check_secret_words,
+    read_label,
+    write_label,
+)
 from .hooks import check_assignment
 from .labels import deny_label
 from .paths import Workspace, resolve
@@ -172,6 +181,7 @@ class ShellChecker:
             return Facts()
         if not argv:
             return Facts()  # "{,}": brace expansion left no word, so nothing runs
+        check_secret_words((*command.assignments, *argv), scope.cwd, self)
         facts = check_argv(argv, scope, self)
         if facts.download:
             self._note_saved_output(command.redirects, scope)
