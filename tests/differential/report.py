@@ -18,7 +18,8 @@ from bridge.engine.gate import Outcome
 
 from .corpus import ATTACKS, BENIGN
 from .jail import bwrap_missing
-from .trial import Bench, serve_scripts
+from .trial import Bench
+from .web import serve_scripts
 
 __all__ = ["main"]
 
@@ -33,8 +34,8 @@ def main(argv: list[str] | None = None) -> int:
         print(missing, file=sys.stderr)
         return 2
     misses = 0
-    with tempfile.TemporaryDirectory() as root, serve_scripts() as url:
-        bench = Bench(Path(root), url)
+    with tempfile.TemporaryDirectory() as root, serve_scripts() as server:
+        bench = Bench(Path(root), server)
         print(f"{'line':<34} {'gate':<6} {'agree':<6} effect / reasons")
         for line in (*ATTACKS, *BENIGN):
             if any(shutil.which(program) is None for program in line.needs):

@@ -19,7 +19,8 @@ from bridge.engine.gate import Outcome
 
 from .corpus import ATTACKS, BENIGN, Line
 from .jail import bwrap_missing
-from .trial import Bench, serve_scripts
+from .trial import Bench
+from .web import serve_scripts
 
 _MISSING = bwrap_missing()
 
@@ -28,8 +29,8 @@ pytestmark = pytest.mark.skipif(_MISSING is not None, reason=_MISSING or "")
 
 @pytest.fixture(scope="module")
 def bench(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Bench]:
-    with serve_scripts() as url:
-        yield Bench(tmp_path_factory.mktemp("differential"), url)
+    with serve_scripts() as server:
+        yield Bench(tmp_path_factory.mktemp("differential"), server)
 
 
 def _need(line: Line) -> None:

@@ -2,7 +2,7 @@
 
 :class:`Bench` holds what every trial shares — a template home built once (its repositories made
 inside the jail, so their paths are the jail's), the canaries in its secrets, and a web server on
-127.0.0.1 serving the scripts the download-then-run lines fetch. :meth:`Bench.trial` copies the
+127.0.0.1 (:mod:`tests.differential.web`) serving the scripts the download-then-run lines fetch. :meth:`Bench.trial` copies the
 template, asks the gate, runs the line in the jail and measures the effects on disk.
 """
 
@@ -11,11 +11,7 @@ from __future__ import annotations
 import dataclasses
 import os
 import shutil
-import threading
-from collections.abc import Iterator, Mapping
-from contextlib import contextmanager
 from dataclasses import dataclass
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 from bridge.engine.gate import GateContext, GateDecision, evaluate
@@ -34,15 +30,9 @@ from .home import (
     write_home_files,
 )
 from .jail import JAIL_HOME, Ran, run_jailed
+from .web import ScriptServer
 
-__all__ = ["Bench", "Trial", "gate_context", "hidden_paths", "serve_scripts"]
-
-SCRIPTS: Mapping[str, bytes] = {
-    "i.sh": b"touch ~/pwned\n",
-    "i.tcl": b"exec touch $env(HOME)/pwned\n",
-    "data.txt": b"some data\n",
-}
-"""What the tier's web server serves: two payloads and a harmless file."""
+__all__ = ["Bench", "Trial", "gate_context", "hidden_paths"]
 
 
 def hidden_paths(home: str) -> tuple[str, ...]:
@@ -83,46 +73,21 @@ class Trial:
         )
 
 
-class _Handler(BaseHTTPRequestHandler):
-    def do_GET(self) -> None:
-        body = SCRIPTS.get(self.path.lstrip("/"))
-        self.send_response(200 if body is not None else 404)
-        self.send_header("Content-Length", str(len(body or b"")))
-        self.end_headers()
-        self.wfile.write(body or b"")
-
-    def log_message(self, format: str, *args: object) -> None:
-        return
-
-
-@contextmanager
-def serve_scripts() -> Iterator[str]:
-    """A web server on 127.0.0.1 serving :data:`SCRIPTS`; yields its URL."""
-    server = ThreadingHTTPServer(("127.0.0.1", 0), _Handler)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{server.server_address[1]}"
-    finally:
-        server.shutdown()
-        server.server_close()
-        thread.join()
-
-
 class Bench:
     """The template home and the web server every trial shares.
 
     Args:
         root: an empty directory for the template and the trials' homes.
-        url: the :func:`serve_scripts` server.
+        server: the running web server (what a line uploads to it counts as output).
 
     Raises:
         AssertionError: the template's repositories could not be made.
     """
 
-    def __init__(self, root: Path, url: str) -> None:
+    def __init__(self, root: Path, server: ScriptServer) -> None:
         self.root = root
-        self.url = url
+        self.server = server
+        self.url = server.url
         self.canaries = make_canaries()
         self.template = root / "template"
         self.template.mkdir()
@@ -141,11 +106,18 @@ class Bench:
         try:
             before = snapshot(home)
             arm_secrets(home)
+            posted = len(self.server.posted)
             ran = run_jailed(home, command, cwd=f"{JAIL_HOME}/{PROJECT}")
+            uploads = self.server.posted[posted:]
             read = secrets_read(home)
             after = snapshot(home)
             found = effects(
-                home, before, after, self.canaries, output=(ran.stdout, ran.stderr), read=read
+                home,
+                before,
+                after,
+                self.canaries,
+                output=(ran.stdout, ran.stderr, *uploads),
+                read=read,
             )
             found.refused = ran.refused_write
         finally:
