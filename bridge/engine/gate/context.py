@@ -240,9 +240,9 @@ def check_link_source(call: Call, word: Word) -> None:
     """``ln [-s] source name``: a link to a path outside the session's folder is a way out of it.
 
     Writes through ``name`` land at ``source`` (``ln -s ~ h && rm -rf h/``), and the gate cannot
-    follow links later, so the source is judged as a write. A source the gate cannot resolve is
-    a card too; a system path is only ``outside_workspace`` (linking ``/usr/bin/python3`` into a
-    venv is ordinary) — the write through the link is what a deny rule would catch.
+    follow links later, so the source is judged as a write: outside the session's folder it is
+    a card (a system file too: ``ln -s /etc/nginx/nginx.conf .``), and so is a source the gate
+    cannot resolve.
     """
     target = call.target(word)
     if target is not None and call.workspace.hidden(target.path):

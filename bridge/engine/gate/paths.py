@@ -268,9 +268,14 @@ def _fold(components: list[list[tuple[str, str]]]) -> list[list[tuple[str, str]]
     """Fold literal ``.`` and ``..`` components, as the path checks do (``posixpath.normpath``)."""
     folded: list[list[tuple[str, str]]] = []
     for component in components:
-        if component == [("lit", ".")]:
+        literal = (
+            "".join(text for kind, text in component)
+            if all(kind == "lit" for kind, _ in component)
+            else None
+        )
+        if literal == ".":
             continue
-        if component == [("lit", "..")]:
+        if literal == "..":
             if folded:
                 folded.pop()
             continue
