@@ -10,7 +10,8 @@ their ``host.json`` files and ``/proc`` (:mod:`bridge.control.hosts`), not asked
 ``Notify("paired")`` / ``Notify("pairing-closed")``.
 
 The same notifications keep a private relay's registry in step (a paired phone is registered
-there) and refresh the ``STATUS=`` line systemd shows.
+there; the relay's pairing window closes when the bridge's does: a phone paired through it, or
+it expired) and refresh the ``STATUS=`` line systemd shows.
 """
 
 from __future__ import annotations
@@ -121,12 +122,15 @@ class DaemonControl:
     # --- notifications from the engine ----------------------------------------------------
 
     def notify(self, effect: Notify) -> None:
-        """A ``Notify`` effect: wake ``pair.wait`` callers, register a paired phone."""
+        """A ``Notify`` effect: wake ``pair.wait`` callers, register a paired phone, close the
+        relay's window when the bridge's closed."""
         result: PairWaitResult
         if effect.event == "paired":
             if self._registration is not None and effect.data.get("npub"):
                 pubkey = npub_to_hex(effect.data["npub"])
                 self._registration.register(pubkey, effect.data.get("label", ""))
+            if self._engine.pairing_window_until() is None:  # paired through the window
+                self._close_relay_window()
             result = {
                 "paired": True,
                 "label": effect.data.get("label", ""),
@@ -134,11 +138,17 @@ class DaemonControl:
             }
         elif effect.event == "pairing-closed":
             result = {"paired": False, "reason": effect.data.get("reason", "closed")}
+            if result["reason"] == "expired":  # ("closed": pair.open replaces it at once)
+                self._close_relay_window()
         else:
             return
         self._resolve(result)
         if self._on_change is not None:
             self._on_change()
+
+    def _close_relay_window(self) -> None:
+        if self._registration is not None:
+            self._registration.close_window(self._keypair.public_hex)
 
     def close(self) -> None:
         """Shutdown: every ``pair.wait`` ends with ``closed``."""

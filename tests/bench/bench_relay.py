@@ -44,7 +44,7 @@ from bridge.nostr.event import VerifiedEvent, checked_signatures, expiration_tag
 from bridge.nostr.keys import Keypair
 from bridge.runtime.embedded_relay import EmbeddedRelay
 from relaypolicy.config import DEFAULT_CONFIG, RateLimit
-from relaypolicy.embedded import EmbeddedPolicy
+from relaypolicy.embedded import EmbeddedPolicy, embedded_policy
 from relaypolicy.pipeline import RelayPolicy
 from relaypolicy.registry import MemoryRegistry
 from tests.bench.common import Row
@@ -104,8 +104,9 @@ def _policy(writer_limit: RateLimit | None) -> EmbeddedPolicy:
 @asynccontextmanager
 async def _serve(name: str, root: Path, *, with_policy: bool) -> AsyncIterator[str]:
     """A fresh relay of candidate ``name``, its URL while the block runs."""
-    if name == OURS:
-        admit = _policy(None).admit if with_policy else None
+    if name == OURS:  # with the daemon's own admission (the CodeDeck kinds, registered writers)
+        registry = MemoryRegistry([BRIDGE.public_hex, PHONE.public_hex])
+        admit = embedded_policy(registry).admit if with_policy else None
         ours = EmbeddedRelay("127.0.0.1", 0, admit=admit, database_dir=root)
         await ours.start()
         try:

@@ -80,6 +80,9 @@ def test_strfry_conf_settings() -> None:
     assert _conf_value("realIpHeader") == "x-real-ip"
     assert _conf_value("restrictedReadKinds") == "4, 1059"
     assert _conf_value("timeoutSeconds") == "10"
+    # strfry warns at every start unless an ephemeral event it accepts outlives its acceptance.
+    rejected_after = int(_conf_value("rejectEphemeralEventsOlderThanSeconds"))
+    assert rejected_after < int(_conf_value("ephemeralEventsLifetimeSeconds"))
     # The plugin line holds no shell metacharacters beyond plain words: sh -c runs it as is.
     argv = plugin_argv_from_conf()
     assert shlex.join(argv) == _conf_value("plugin")

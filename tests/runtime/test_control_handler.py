@@ -65,6 +65,9 @@ class FakeRegistration:
     def open_window(self, bridge_pubkey: str, now: float, duration: float) -> None:
         self.calls.append(("open_window", bridge_pubkey, now, duration))
 
+    def close_window(self, bridge_pubkey: str) -> None:
+        self.calls.append(("close_window", bridge_pubkey))
+
 
 @dataclass
 class Rig:
@@ -151,8 +154,20 @@ async def test_pair_wait_resolves_when_the_engine_pairs_a_phone() -> None:
     rig.changes.clear()
     rig.control.notify(notify)
     assert await task == {"paired": True, "label": "Pixel", "npub": PHONE_2.npub}
-    assert rig.registration.calls[-1] == ("register", PHONE_2.public_hex, "Pixel")
+    assert rig.registration.calls[-2:] == [
+        ("register", PHONE_2.public_hex, "Pixel"),
+        ("close_window", BRIDGE.public_hex),  # the window it paired through closes on the relay
+    ]
     assert rig.changes == ["changed"]
+
+
+async def test_a_phone_paired_by_npub_leaves_the_open_window_open_on_the_relay() -> None:
+    rig = make_rig()
+    await rig.control.pair_open(300)
+    for event in rig.fed:
+        rig.engine.handle(event, NOW)
+    rig.control.notify(Notify("paired", {"npub": PHONE_2.npub, "label": "Tab"}))
+    assert [c[0] for c in rig.registration.calls] == ["open_window", "register"]
 
 
 async def test_pair_wait_without_a_window_or_pending_input_is_no_window() -> None:
@@ -194,6 +209,8 @@ async def test_every_waiter_ends_when_the_window_does(close: str, expected: dict
     else:
         rig.control.notify(Notify("pairing-closed", {"reason": "expired"}))
     assert await first == expected and await second == expected
+    closed = ("close_window", BRIDGE.public_hex) in rig.registration.calls
+    assert closed is (close == "expired")  # a replaced window is re-opened; shutdown closes it
 
 
 async def test_other_notifications_wake_no_one() -> None:

@@ -65,7 +65,10 @@ async def test_register_window_and_unregister_reach_the_admin_api(
             BRIDGE.public_hex: RegisteredPubkey(BRIDGE.public_hex, "bridge box", NOW, NOW + 900)
         }
     finally:
-        await registration.close()
+        await registration.close()  # the window still open closes with the daemon
+    assert registrations(registry) == {
+        BRIDGE.public_hex: RegisteredPubkey(BRIDGE.public_hex, "bridge box", NOW, None)
+    }
     assert sorted(caplog.messages) == sorted(
         [
             f"relay registration: register {BRIDGE.public_hex[:8]}… → REGISTERED",
@@ -73,8 +76,56 @@ async def test_register_window_and_unregister_reach_the_admin_api(
             f"relay registration: register {PHONE.public_hex[:8]}… → REGISTERED",
             f"relay registration: pairing window {BRIDGE.public_hex[:8]}… → WINDOW_OPEN",
             f"relay registration: unregister {PHONE.public_hex[:8]}… → UNREGISTERED",
+            f"relay registration: pairing window close {BRIDGE.public_hex[:8]}… → WINDOW_CLOSED",
         ]
     )
+
+
+def window_of(registry: Path, pubkey: str) -> int | None:
+    return registrations(registry)[pubkey].pairing_until
+
+
+async def test_the_relay_window_closes_when_the_bridge_window_does(
+    admin: tuple[AdminServer, Path], caplog: pytest.LogCaptureFixture
+) -> None:
+    """Closed on the relay (``until`` in the past) when asked, in the order asked, and only
+    once: a window already closed there is not closed again, not even at shutdown."""
+    caplog.set_level(logging.INFO, "bridge.runtime.registration")
+    server, registry = admin
+    registration = RelayRegistration(server.url, TOKEN)
+    try:
+        registration.close_window(BRIDGE.public_hex)  # none opened: nothing to close
+        registration.register(BRIDGE.public_hex, "bridge box")
+        registration.open_window(BRIDGE.public_hex, NOW, 600)
+        registration.close_window(BRIDGE.public_hex)  # a phone paired through it
+        await finished(registration)
+        assert window_of(registry, BRIDGE.public_hex) is None
+        # Queued one after the other, the calls reach the relay in that order.
+        registration.open_window(BRIDGE.public_hex, NOW, 300)
+        registration.close_window(BRIDGE.public_hex)
+        registration.open_window(BRIDGE.public_hex, NOW, 400)
+        await finished(registration)
+        assert window_of(registry, BRIDGE.public_hex) == NOW + 400
+        registration.close_window(BRIDGE.public_hex)  # it expired on the bridge
+        await finished(registration)
+        assert window_of(registry, BRIDGE.public_hex) is None
+    finally:
+        await registration.close()
+    closes = [m for m in caplog.messages if "pairing window close" in m]
+    assert len(closes) == 3  # nothing was left open for the shutdown to close
+
+
+async def test_a_close_cut_short_by_the_shutdown_is_made_at_shutdown(
+    admin: tuple[AdminServer, Path],
+) -> None:
+    server, registry = admin
+    registration = RelayRegistration(server.url, TOKEN)
+    registration.register(BRIDGE.public_hex, "bridge box")
+    registration.open_window(BRIDGE.public_hex, NOW, 600)
+    await finished(registration)
+    registration.close_window(BRIDGE.public_hex)  # queued, then the daemon stops
+    await registration.close()
+    assert window_of(registry, BRIDGE.public_hex) is None
 
 
 async def test_a_refused_token_is_logged_with_what_to_check_and_never_shown(
