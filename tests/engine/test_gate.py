@@ -125,7 +125,7 @@ EDGE_CASES = [
     ("find -delete", "allow", []),
     ("((x << 2))\n2\n", "ask", ["unparsable_command"]),
     ('echo $"hello"', "allow", []),
-    ('echo "$(( 1 + $(id -u) ))"', "ask", ["command_substitution"]),
+    ('echo "$(( 1 + $(id -u) ))"', "ask", ["command_substitution", "inline_code"]),
     ("echo ${X:-`id`}", "ask", ["command_substitution"]),
     ("cat <<EOF\n$(id)\nEOF", "ask", ["command_substitution"]),
     ("cat <<EOF\n\\$(id) $HOME\nEOF", "allow", []),
@@ -212,19 +212,20 @@ EDGE_CASES = [
     # (checked with bash 5.2: a `touch` in place of the rm left its file).
     ("echo \"${y:-'$(rm -rf ~)'}\"", "block", ["deny_list:rm_rf", "command_substitution"]),
     ("echo \"${y:-'`id`'}\"", "ask", ["command_substitution"]),
-    ("echo $(( '$(rm -rf ~)' ))", "block", ["deny_list:rm_rf", "command_substitution"]),
+    ("echo $(( '$(rm -rf ~)' ))", "block", ["deny_list:rm_rf", "command_substitution", "inline_code"]),
     ("cat <<EOF\n${y:-'$(rm -rf ~)'}\nEOF", "block", ["deny_list:rm_rf", "command_substitution"]),
     ("(( '$(rm -rf ~)' ))", "ask", ["unparsable_command"]),
     ("for ((i='$(id)';;)); do :; done", "ask", ["unparsable_command"]),
     ("echo ${y:-'$(rm -rf ~)'}", "allow", []),  # unquoted: the single quotes quote
     ("echo \"${x#'$(id)'}\"", "ask", ["command_substitution"]),  # bash quotes here: a card
     ('echo "${x:-it\'s}"', "allow", []),
-    ("(( a['k'] ))", "allow", []),
-    ("echo $(( a['k'] + 1 ))", "allow", []),
+    # An array element's value is evaluated again: unknown, so code (never a pass).
+    ("(( a['k'] ))", "ask", ["inline_code"]),
+    ("echo $(( a['k'] + 1 ))", "ask", ["inline_code"]),
     # <(…) runs in an unquoted ${…}, not in a quoted one nor in arithmetic (bash 5.2).
     ("echo ${y:-<(rm -rf ~)}", "block", ["deny_list:rm_rf", "command_substitution"]),
     ('echo "${y:-<(rm -rf ~)}"', "allow", []),
-    ("echo $(( <(rm -rf ~) ))", "allow", []),
+    ("echo $(( <(rm -rf ~) ))", "ask", ["inline_code"]),  # no rm: names in arithmetic
     ("echo ${<(}", "ask", ["unparsable_command"]),
     # A ~user prefix ends at a quote or an expansion: bash runs the substitution.
     ("echo ~`rm -rf ~`", "block", ["deny_list:rm_rf", "command_substitution"]),

@@ -22,14 +22,16 @@ from .context import (
     check_lenient,
     enter_directory,
 )
-from .hooks import check_alias, check_declare, check_trap
+from .deferred import check_declare, check_name_builtin
+from .hooks import check_alias, check_trap
 from .interpreters import Interpreter, interpreter_for, program_source
 from .labels import deny_label
+from .line_memory import check_written
 from .paths import is_under, resolve
 from .rules import DELETERS, rule_for
 from .shell_lexer import Word
 from .words import command_name, split_args
-from .wrappers import WRAPPERS, check_downloaded, inline_shell
+from .wrappers import WRAPPERS, inline_shell
 
 __all__ = ["MAX_WRAPPERS", "SYSTEM_BIN_DIRS", "check_argv"]
 
@@ -100,7 +102,7 @@ def _check_program_path(head: Word, scope: Scope, env: CommandEnv) -> None:
     if "/" not in head.value:
         return
     target = resolve(head, scope.cwd, strict=True)
-    check_downloaded(target, env)
+    check_written(env, target)
     if target is None or (
         not env.workspace.within(target.path)
         and not any(is_under(target.path, base) for base in SYSTEM_BIN_DIRS)
@@ -130,7 +132,7 @@ def _interpreter(call: Call, spec: Interpreter) -> None:
         if call.env.downloads(source.script):
             call.env.flag(deny_label("curl_pipe_sh"))  # bash <(curl …)
         else:
-            check_downloaded(call.target(source.script), call.env)  # curl -o x.sh …; sh x.sh
+            check_written(call.env, call.target(source.script))  # curl -o x.sh; sh x.sh
 
 
 def _eval(call: Call) -> None:
@@ -153,7 +155,7 @@ def _source(call: Call) -> None:
         call.facts.stdin_program = True
         call.handled.add(0)
     else:
-        check_downloaded(call.target(script), call.env)
+        check_written(call.env, call.target(script))
 
 
 def _awk(call: Call) -> None:
@@ -214,6 +216,11 @@ def _powershell(call: Call) -> None:
             return
 
 
+_NAME_BUILTINS = (
+    "let", "printf", "read", "mapfile", "readarray", "unset", "getopts", "wait", "test", "[",
+    "enable", "hash",
+)  # fmt: skip
+
 _SPECIAL: dict[str, Callable[[Call], None]] = {
     "eval": _eval,
     "source": _source,
@@ -221,6 +228,7 @@ _SPECIAL: dict[str, Callable[[Call], None]] = {
     **dict.fromkeys(("awk", "gawk", "mawk", "nawk"), _awk),
     **dict.fromkeys(("cd", "pushd", "popd"), _cd),
     "deno": _deno,
+    **dict.fromkeys(_NAME_BUILTINS, check_name_builtin),
     "alias": check_alias,
     "trap": check_trap,
     **dict.fromkeys(("export", "declare", "typeset", "local", "readonly"), check_declare),

@@ -18,13 +18,15 @@ from .shell_lexer import Word
 from .words import drop_prefix
 
 __all__ = [
+    "CODE_VARIABLE_NAMES",
     "COMMAND_VARIABLES",
     "LOADER_VARIABLES",
+    "PROMPT_VARIABLES",
     "check_alias",
     "check_assignment",
-    "check_declare",
     "check_git_setting",
     "check_trap",
+    "git_key_runs_code",
 ]
 
 COMMAND_VARIABLES = frozenset(
@@ -37,15 +39,30 @@ COMMAND_VARIABLES = frozenset(
 LOADER_VARIABLES = frozenset(
     {"LD_PRELOAD", "LD_AUDIT", "LD_LIBRARY_PATH", "DYLD_INSERT_LIBRARIES",
      "DYLD_LIBRARY_PATH", "BASH_ENV", "ENV", "NODE_OPTIONS", "PERL5OPT", "PERL5LIB", "RUBYOPT",
-     "PYTHONSTARTUP", "GIT_CONFIG_PARAMETERS", "GIT_EXEC_PATH"}
+     "PYTHONSTARTUP", "GIT_CONFIG_PARAMETERS", "GIT_EXEC_PATH", "GCONV_PATH", "SHELLOPTS",
+     "BASHOPTS", "GIT_CONFIG_COUNT", "GIT_CONFIG_GLOBAL", "GIT_CONFIG_SYSTEM", "GIT_TEMPLATE_DIR",
+     "LD_DEBUG_OUTPUT", "JAVA_TOOL_OPTIONS", "_JAVA_OPTIONS", "ZDOTDIR"}
 )  # fmt: skip
-"""Variables that make programs load code from elsewhere."""
+"""Variables that make programs load code from elsewhere (``SHELLOPTS=xtrace`` with ``PS4``)."""
+
+PROMPT_VARIABLES = frozenset({"PS0", "PS1", "PS2", "PS3", "PS4"})
+"""Prompt strings: bash expands them (substitutions included) when it prints them, and ``PS4``
+is printed for every command under ``set -x``."""
+
+CODE_VARIABLE_NAMES = COMMAND_VARIABLES | LOADER_VARIABLES | PROMPT_VARIABLES
+"""Every variable whose value runs or loads code: assigning one by name (``printf -v``,
+``read``) from a value the gate cannot see is code for later."""
+
+_CODE_PREFIXES = ("BASH_FUNC_", "GIT_CONFIG_KEY_", "GIT_CONFIG_VALUE_")
+"""``BASH_FUNC_name%%=() { …; }`` defines a function in every bash started below."""
 
 _GIT_CODE_KEY = re.compile(
     r"core\.(pager|editor|sshcommand|fsmonitor|askpass|hookspath|gitproxy)|sequence\.editor"
     r"|diff\.external|credential\..*helper|gpg(\..+)?\.program|pager\..+|filter\..+|alias\..+"
     r"|diff\..+\.(textconv|command)|merge\..+\.driver|uploadpack\..+|include(if\..+)?\.path"
-    r"|remote\..+\.(uploadpack|receivepack|proxy|vcs)|.+\.(command|cmd|helper|program)",
+    r"|remote\..+\.(uploadpack|receivepack|proxy|vcs)|.+\.(command|cmd|helper|program)"
+    r"|core\.alternaterefscommand|init\.templatedir|submodule\..+\.update|web\.browser"
+    r"|interactive\.difffilter|man\.viewer|sendemail\.(smtpserver|.+cmd)",
     re.IGNORECASE,
 )
 _PLAIN_PROGRAM = re.compile(r"[\w./+:@%-]*")
@@ -56,12 +73,25 @@ def check_assignment(word: Word, scope: Scope, env: CommandEnv) -> None:
     """``NAME=value`` before a command, after ``env`` or in ``export``/``declare``."""
     name, equals, _ = word.value.partition("=")
     name = name.removesuffix("+")
+    if equals and name.startswith(_CODE_PREFIXES):
+        env.flag(INLINE)
+        return
     if not equals or not _NAME.fullmatch(name):
         return
+    value = drop_prefix(word, word.value.index("=") + 1)
     if name in LOADER_VARIABLES:
         env.flag(INLINE)
     elif name in COMMAND_VARIABLES:
-        _check_code(drop_prefix(word, word.value.index("=") + 1), scope, env)
+        _check_code(value, scope, env)
+    elif name in PROMPT_VARIABLES and (
+        not value.is_static or "$" in value.value or "`" in value.value
+    ):
+        env.flag(INLINE)
+
+
+def git_key_runs_code(key: str) -> bool:
+    """True for a git config key whose value is a command (or loads one)."""
+    return bool(_GIT_CODE_KEY.fullmatch(key))
 
 
 def check_git_setting(key: str, value: Word, scope: Scope, env: CommandEnv) -> None:
@@ -102,11 +132,3 @@ def check_trap(call: Call) -> None:
         call.env.flag(INLINE)
         if operands[0].is_static:
             call.env.nested_script(operands[0].value, call.scope.cwd)
-
-
-def check_declare(call: Call) -> None:
-    """``export``, ``declare``, ``typeset``, ``local``, ``readonly``: assignments as arguments."""
-    for index, word in enumerate(call.args):
-        if "=" in word.value and not word.value.startswith("-"):
-            call.handled.add(index)
-            check_assignment(word, call.scope, call.env)

@@ -17,6 +17,7 @@ from collections.abc import Callable
 
 from .context import (
     OUTSIDE,
+    UNPARSABLE,
     Call,
     check_lenient,
     check_link_source,
@@ -25,9 +26,13 @@ from .context import (
 )
 from .git import git_rule
 from .labels import deny_label
+from .line_memory import note_written
+from .long_options import LONG_OPTIONS, STRICT, resolve_long
 from .paths import Target, is_device, is_safe_device, is_system
+from .sed_script import sed_rule
 from .shell_lexer import DYN_MARK, Part, Word
-from .words import drop_prefix, split_args
+from .words import Args, drop_prefix, split_args
+from .wrappers import command_string
 
 __all__ = ["DELETERS", "DOWNLOADERS", "MKFS", "rule_for"]
 
@@ -56,8 +61,19 @@ def rule_for(name: str) -> Rule | None:
 # -- deletes and writes --------------------------------------------------------------------
 
 
+def strict_unknown(call: Call, program: str, args: Args) -> None:
+    """A long option the table does not know, of a program whose options can destroy: ask."""
+    if args.unknown and program in STRICT:
+        call.env.flag(UNPARSABLE)
+
+
 def _rm(call: Call) -> None:
-    args = split_args(call.args, short_values="ns" if call.name == "shred" else "")
+    args = split_args(
+        call.args,
+        short_values="ns" if call.name == "shred" else "",
+        known_long=LONG_OPTIONS["rm"] if call.name == "rm" else None,
+    )
+    strict_unknown(call, call.name, args)
     recursive = call.name == "rm" and (
         args.has("-r", "-R", "--recursive") or any(DYN_MARK in o.name for o in args.options)
     )
@@ -95,6 +111,7 @@ def _writes_all(short: str = "", long: frozenset[str] = frozenset()) -> Rule:
         args = split_args(call.args, short_values=short, long_values=long)
         for index, word in args.positionals:
             check_write(call, index, word)
+            note_written(call.env, call.target(word))  # curl … | tee i.sh; bash i.sh
 
     return rule
 
@@ -105,7 +122,12 @@ def _copy_like(call: Call) -> None:
         call.args,
         short_values={"install": "tSmog", "rsync": "efTB"}.get(call.name, "tS"),
         long_values=_COPY_LONG,
+        known_long=LONG_OPTIONS.get(call.name),
     )
+    if call.name == "rsync":
+        for index, command in args.values("-e", "--rsh", "--rsync-path"):
+            call.handled.add(index)
+            command_string(command, call.scope, call.env)
     positionals = list(args.positionals)
     if call.name == "rsync":
         positionals = [(i, w) for i, w in positionals if not _is_remote(w.value)]
@@ -144,19 +166,6 @@ def _is_remote(value: str) -> bool:
     return value.startswith("rsync://") or (":" in head and not value.startswith("/"))
 
 
-def _sed(call: Call) -> None:
-    args = split_args(
-        call.args, short_values="efl", long_values=frozenset({"--expression", "--file"})
-    )
-    positionals = list(args.positionals)
-    if not args.has("-e", "--expression", "-f", "--file") and positionals:
-        call.handled.add(positionals.pop(0)[0])  # the script, not a path
-    call.handled.update(index for index, _ in args.values("-e", "--expression"))
-    if args.has("-i", "--in-place"):
-        for index, word in positionals:
-            check_write(call, index, word)
-
-
 def _dd(call: Call) -> None:
     for index, word in enumerate(call.args):
         value = word.value
@@ -189,8 +198,11 @@ def _permissions(call: Call) -> None:
         if value == "--":
             only_operands = True
         elif value.startswith("--"):
-            recursive |= value == "--recursive"
-            reference |= value.startswith("--reference")
+            names = resolve_long(value.partition("=")[0], LONG_OPTIONS[call.name])
+            if not names:
+                call.env.flag(UNPARSABLE)
+            recursive |= "--recursive" in names
+            reference |= "--reference" in names
         elif call.name == "chmod" and not first_operand_seen and _CHMOD_MODE.fullmatch(value):
             first_operand_seen = True  # chmod -x file: a mode, not an option
         else:
@@ -301,7 +313,12 @@ def _init(call: Call) -> None:
 
 def _curl(call: Call) -> None:
     call.facts.download = True
-    args = split_args(call.args, short_values="oKdHuXAebcrTwxyzmFEQ", long_values=_CURL_LONG)
+    args = split_args(
+        call.args,
+        short_values="oKdHuXAebcrTwxyzmFEQD",
+        long_values=_CURL_LONG,
+        known_long=LONG_OPTIONS["curl"],
+    )
     for index, word in args.values("-o", "--output", "--output-dir", "-c", "--cookie-jar"):
         check_write(call, index, word)
     for _, word in args.values("-o", "--output"):
@@ -337,7 +354,12 @@ _CURL_LONG = frozenset(
 
 def _wget(call: Call) -> None:
     call.facts.download = True
-    args = split_args(call.args, short_values="OoaPeUtTwiBQlARDIX", long_values=_WGET_LONG)
+    args = split_args(
+        call.args,
+        short_values="OoaPeUtTwiBQlARDIX",
+        long_values=_WGET_LONG,
+        known_long=LONG_OPTIONS["wget"],
+    )
     for index, word in args.values(
         "-O",
         "--output-document",
@@ -414,7 +436,7 @@ _RULES: dict[str, Rule] = {
     "mkdir": _writes_all("m", frozenset({"--mode"})),
     "truncate": _writes_all("sr", frozenset({"--size", "--reference"})),
     **dict.fromkeys(("cp", "mv", "install", "ln", "rsync"), _copy_like),
-    "sed": _sed,
+    "sed": sed_rule,
     **dict.fromkeys(("chmod", "chown", "chgrp"), _permissions),
     "find": _find,
     "git": git_rule,

@@ -13,6 +13,7 @@ reading its program from stdin into ``curl_pipe_sh``; a ``find`` over system roo
 
 from __future__ import annotations
 
+import re
 from typing import Literal
 
 from .command_rules import check_argv
@@ -26,12 +27,15 @@ from .context import (
     read_label,
     write_label,
 )
+from .deferred import arithmetic_is_code, name_is_code, note_assignment, parameter_is_code
 from .hooks import check_assignment
 from .labels import deny_label
+from .line_memory import check_written
 from .paths import Workspace, resolve
-from .shell_lexer import DYN_MARK, Lexed, ShellSyntaxError, Word
+from .shell_lexer import DYN_MARK, Lexed, Part, ShellSyntaxError, Word
 from .shell_parser import (
     Command,
+    Compound,
     FunctionDef,
     Redirect,
     Script,
@@ -39,7 +43,7 @@ from .shell_parser import (
     parse,
     parse_shell,
 )
-from .words import TooManyWords, expand_braces
+from .words import TooManyWords, drop_prefix, expand_braces
 
 __all__ = ["MAX_COMMAND_LENGTH", "MAX_SCRIPT_DEPTH", "ShellChecker", "check_shell"]
 
@@ -51,6 +55,8 @@ MAX_SCRIPT_DEPTH = 12
 
 Stdin = Literal["pipe", "inline", "file"] | None
 _SUBSTITUTION = "command_substitution"
+_ARITHMETIC_TESTS = frozenset({"-eq", "-ne", "-lt", "-le", "-gt", "-ge"})
+_RUNS_LATER = re.compile(r"/\.git/(hooks/|config$|info/attributes$)|/\.gitattributes$")
 
 
 def check_shell(command: str, cwd: str, workspace: Workspace) -> frozenset[str]:
@@ -73,6 +79,9 @@ class ShellChecker:
         # id → (the substitution, kept alive so its id stays unique; does it download?)
         self._downloads: dict[int, tuple[Lexed, bool]] = {}
         self._downloaded_files: set[str] = set()
+        self._written_files: set[str] = set()
+        self._stdin_download = False
+        self._integers: set[str] = set()
 
     @property
     def workspace(self) -> Workspace:
@@ -115,6 +124,22 @@ class ShellChecker:
         """True if this line wrote a download to ``path`` earlier."""
         return path in self._downloaded_files
 
+    def note_written(self, path: str) -> None:
+        """Remember that this line writes ``path``: a download when stdin is one."""
+        if self._stdin_download:
+            self._downloaded_files.add(path)
+        else:
+            self._written_files.add(path)
+
+    def written(self, path: str) -> bool:
+        """True if this line wrote ``path`` earlier (not by a download)."""
+        return path in self._written_files
+
+    @property
+    def integers(self) -> set[str]:
+        """Variables this line gave an integer value so far."""
+        return self._integers
+
     # -- structure ------------------------------------------------------------------------
 
     def _script(self, script: Script, scope: Scope, stdin: Stdin) -> Facts:
@@ -134,7 +159,11 @@ class ShellChecker:
         facts = Facts()
         downloader = finder = False
         for index, command in enumerate(commands):
-            stage = self._command(command, scope.copy(), stdin if index == 0 else "pipe")
+            outer, self._stdin_download = self._stdin_download, downloader
+            try:
+                stage = self._command(command, scope.copy(), stdin if index == 0 else "pipe")
+            finally:
+                self._stdin_download = outer
             if index == 0:
                 facts.stdin_program = stage.stdin_program
                 facts.xargs_delete = stage.xargs_delete
@@ -160,17 +189,54 @@ class ShellChecker:
         stdin = self._redirects(command.redirects, scope, stdin)
         for word in command.words:
             self._substitutions(word, scope)
+        self._evaluated(command)
         inner = scope.copy() if command.kind == "subshell" else scope
         facts = Facts()
         for body in command.bodies:
             facts.merge(self._script(body, inner, stdin))
         return self._stdin_program(facts, stdin)
 
+    def _evaluated(self, command: Compound) -> None:
+        """``(( … ))``, ``for (( … ))``, ``[[ x -eq y ]]``: arithmetic on values (:mod:`.deferred`)."""
+        text = command.text
+        if command.kind == "arith" or (command.kind == "for" and text.startswith("((")):
+            if arithmetic_is_code(text.removeprefix("(("), self._integers):
+                self.flag(INLINE)
+        elif command.kind in ("for", "select") and text:
+            if command.kind == "for" and all(
+                word.is_static and word.value.isdigit() for word in command.words
+            ):
+                self._integers.add(text)
+            else:
+                self._integers.discard(text)
+        elif command.kind == "cond":
+            words = command.words
+            for index, word in enumerate(words):
+                operator = word.value if not word.quoted else ""
+                if operator == "-v" and index + 1 < len(words):
+                    if name_is_code(words[index + 1], self._integers):
+                        self.flag(INLINE)
+                elif operator in _ARITHMETIC_TESTS:
+                    for operand in (words[index - 1 : index], words[index + 1 : index + 2]):
+                        if any(self._operand_is_code(each) for each in operand):
+                            self.flag(INLINE)
+
+    def _operand_is_code(self, word: Word) -> bool:
+        text = word.value if word.is_static else word.raw.replace('"', "")
+        return arithmetic_is_code(text, set(self._integers))
+
     def _simple(self, command: SimpleCommand, scope: Scope, stdin: Stdin) -> Facts:
         for word in (*command.assignments, *command.words):
             self._substitutions(word, scope)
         for word in command.assignments:
             check_assignment(word, scope, self)
+            name = word.value.partition("=")[0].removesuffix("+")
+            if DYN_MARK in name or (
+                "[" in name and name_is_code(Word(name, (Part("lit", name),)), self._integers)
+            ):
+                self.flag(INLINE)  # a[x]=1: the subscript is arithmetic
+            value = drop_prefix(word, len(word.value) - len(word.value.partition("=")[2]))
+            note_assignment(name, value, self._integers)
         stdin = self._redirects(command.redirects, scope, stdin)
         if not command.words:
             return Facts()
@@ -185,6 +251,10 @@ class ShellChecker:
         facts = check_argv(argv, scope, self)
         if facts.download:
             self._note_saved_output(command.redirects, scope)
+        if facts.stdin_program and stdin == "file":
+            for redirect in command.redirects:
+                if redirect.op == "<" and redirect.fd in (None, 0):
+                    check_written(self, resolve(redirect.target, scope.cwd, strict=True))
         return self._stdin_program(facts, stdin)
 
     def _note_saved_output(self, redirects: tuple[Redirect, ...], scope: Scope) -> None:
@@ -207,6 +277,14 @@ class ShellChecker:
 
     def _substitutions(self, word: Word, scope: Scope) -> None:
         for sub in word.substitutions:
+            if sub.kind == "arith":
+                if arithmetic_is_code(sub.text, self._integers):
+                    self.flag(INLINE)
+                continue
+            if sub.kind == "param":
+                if parameter_is_code(sub.text, self._integers):
+                    self.flag(INLINE)
+                continue
             if sub.kind == "array":
                 for token in sub.tokens:
                     if token.word is not None:
@@ -260,6 +338,10 @@ class ShellChecker:
                 )
                 if label is not None:
                     self.flag(label)
+                if op != "<" and resolved is not None and not resolved.subtree:
+                    if _RUNS_LATER.search(resolved.path):
+                        self.flag(INLINE)  # a git hook or config: code for later
+                    self.note_written(resolved.path)
             if op == "<" and redirect.fd in (None, 0):
                 stdin = "file"
         return stdin

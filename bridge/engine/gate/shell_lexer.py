@@ -100,6 +100,9 @@ class Lexed:
     tokens: tuple[Token, ...]
     heredocs: tuple[Word, ...]
     kind: SubstKind = "command"
+    text: str = ""
+    """For ``arith`` (``$(( text ))``) and ``param`` (``${text}``): the expression as typed, which
+    bash evaluates when it expands the word (no tokens)."""
 
 
 _OPERATORS = (
@@ -398,7 +401,13 @@ class _Lexer:
             self._read_double(word)
         elif src.startswith("$((", self.pos):
             word.add("dyn", "")
-            word.subs.extend(self._read_arithmetic(self.pos + 3))
+            start = self.pos + 3
+            inner = self._read_arithmetic(start)
+            word.subs.append(Lexed((), (), "arith", src[start : self.pos - 2]))
+            word.subs.extend(inner)
+        elif following == "[":
+            # "$[ x ]": bash's old arithmetic expansion; rare, and an expression evaluated.
+            raise ShellSyntaxError("$[ … ] arithmetic")
         elif following == "(":
             word.add("dyn", "")
             word.subs.append(self._sub_lexer(self.pos + 2, "command"))
@@ -409,6 +418,7 @@ class _Lexer:
                 word.add("lit", self.home)
             else:
                 word.add("dyn", "")
+                word.subs.append(Lexed((), (), "param", src[content_start : self.pos - 1]))
                 word.subs.extend(subs)
         elif following in _NAME_START:
             end = self.pos + 1

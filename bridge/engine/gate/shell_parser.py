@@ -82,6 +82,9 @@ class Compound:
     bodies: tuple[Script, ...]
     words: tuple[Word, ...]
     redirects: tuple[Redirect, ...]
+    text: str = ""
+    """``arith``: the expression as typed; a C-style ``for``: ``((`` and its expressions;
+    ``for``/``select`` over words: the loop variable's name."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -258,7 +261,8 @@ class _Parser:
                 and following is not None
                 and following.start == token.end
             ):
-                return self.with_redirects("arith", (), self.parse_arith())
+                words, text = self.parse_arith()
+                return self.with_redirects("arith", (), words, text)
             self.index += 1
             body = self.parse_list(frozenset(), frozenset({")"}))
             if not self.is_op(self.peek(), ")"):
@@ -272,14 +276,18 @@ class _Parser:
         return self.parse_simple()
 
     def with_redirects(
-        self, kind: CompoundKind, bodies: tuple[Script, ...], words: tuple[Word, ...]
+        self,
+        kind: CompoundKind,
+        bodies: tuple[Script, ...],
+        words: tuple[Word, ...],
+        text: str = "",
     ) -> Compound:
         redirects: list[Redirect] = []
         while (
             (token := self.peek()) is not None and token.kind == "op" and token.text in REDIRECT_OPS
         ):
             redirects.append(self.parse_redirect())
-        return Compound(kind, bodies, words, tuple(redirects))
+        return Compound(kind, bodies, words, tuple(redirects), text)
 
     def parse_simple(self) -> SimpleCommand:
         assignments: list[Word] = []
@@ -325,15 +333,18 @@ class _Parser:
             raise ShellSyntaxError("function body is not a compound command")
         return FunctionDef(name.word.value, body)
 
-    def parse_arith(self) -> tuple[Word, ...]:
-        """``(( … ))`` starting at the first ``(``: the words inside, for their substitutions."""
+    def parse_arith(self) -> tuple[tuple[Word, ...], str]:
+        """``(( … ))`` starting at the first ``(``: the words inside (for their substitutions)
+        and the expression's text (tokens joined by blanks)."""
         self.index += 2
         depth = 0
         words: list[Word] = []
+        texts: list[str] = []
         while True:
             token = self.peek()
             if token is None:
                 raise ShellSyntaxError("unterminated (( … ))")
+            texts.append(token.text)
             self.index += 1
             if self.is_op(token, "("):
                 depth += 1
@@ -347,7 +358,7 @@ class _Parser:
                     ):
                         raise ShellSyntaxError("malformed (( … ))")
                     self.index += 1
-                    return tuple(words)
+                    return tuple(words), " ".join(texts[:-1])
                 depth -= 1
             elif token.word is not None:
                 if "'" in token.text and ("$(" in token.text or "`" in token.text):
@@ -414,6 +425,7 @@ class _Parser:
 
     def parse_for(self, kind: Literal["for", "select"]) -> Compound:
         words: list[Word] = []
+        text = ""
         token = self.peek()
         following = self.peek(1)
         if (
@@ -423,9 +435,11 @@ class _Parser:
             and following is not None
             and following.start == token.end
         ):
-            words.extend(self.parse_arith())
+            arith_words, expression = self.parse_arith()
+            words.extend(arith_words)
+            text = "((" + expression
         else:
-            self.expect_word()
+            text = self.expect_word().value
             self.skip_newlines()
             if self.is_reserved(self.peek(), frozenset({"in"})):
                 self.index += 1
@@ -444,7 +458,7 @@ class _Parser:
             self.expect_reserved("do")
             body = self.parse_list(frozenset({"done"}), frozenset())
             self.expect_reserved("done")
-        return self.with_redirects(kind, (body,), tuple(words))
+        return self.with_redirects(kind, (body,), tuple(words), text)
 
     def parse_case(self) -> Compound:
         words = [self.expect_word()]

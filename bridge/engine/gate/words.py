@@ -13,6 +13,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from .long_options import resolve_long
 from .shell_lexer import DYN_MARK, Part, Word
 
 __all__ = [
@@ -189,6 +190,8 @@ class Args:
 
     options: tuple[Option, ...]
     positionals: tuple[tuple[int, Word], ...]
+    unknown: tuple[str, ...] = ()
+    """Long options that matched nothing in the ``known_long`` table given to :func:`split_args`."""
 
     def has(self, *names: str) -> bool:
         """True if any of the options was given."""
@@ -209,6 +212,7 @@ def split_args(
     short_values: str = "",
     long_values: frozenset[str] = frozenset(),
     first_positional_ends: bool = False,
+    known_long: frozenset[str] | None = None,
 ) -> Args:
     """Split arguments the GNU way (options may follow positionals, ``--`` ends options).
 
@@ -217,8 +221,11 @@ def split_args(
         short_values: short options that take a value (``"o"`` for ``-o x`` / ``-ox``).
         long_values: long options that take a separate value (``"--output"``).
         first_positional_ends: POSIX mode — everything after the first positional is one.
+        known_long: the program's long options (:data:`.long_options.LONG_OPTIONS`): an
+            abbreviation is resolved against it, and stands for every option it could be.
     """
     options: list[Option] = []
+    unknown: list[str] = []
     positionals: list[tuple[int, Word]] = []
     index = 0
     only_positionals = False
@@ -237,13 +244,20 @@ def split_args(
                 break
         elif value.startswith("--"):
             name, equals, _ = value.partition("=")
+            names: tuple[str, ...] = (name,)
+            if known_long is not None:
+                names = resolve_long(name, known_long)
+                if not names:
+                    unknown.append(name)
+                    names = (name,)
             if equals:
-                options.append(Option(name, drop_prefix(word, len(name) + 1), index, index))
-            elif name in long_values and index + 1 < len(args):
-                options.append(Option(name, args[index + 1], index, index + 1))
+                attached = drop_prefix(word, len(name) + 1)
+                options.extend(Option(each, attached, index, index) for each in names)
+            elif len(names) == 1 and names[0] in long_values and index + 1 < len(args):
+                options.append(Option(names[0], args[index + 1], index, index + 1))
                 index += 1
             else:
-                options.append(Option(name, None, index, None))
+                options.extend(Option(each, None, index, None) for each in names)
         else:
             for offset in range(1, len(value)):
                 flag = value[offset]
@@ -259,4 +273,4 @@ def split_args(
                     break
                 options.append(Option("-" + flag, None, index, None))
         index += 1
-    return Args(tuple(options), tuple(positionals))
+    return Args(tuple(options), tuple(positionals), tuple(unknown))

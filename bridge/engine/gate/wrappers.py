@@ -25,11 +25,11 @@ from .context import (
 )
 from .hooks import check_assignment
 from .labels import deny_label
-from .paths import Target, resolve
-from .shell_lexer import Word
-from .words import Args, split_args
+from .paths import resolve
+from .shell_lexer import ShellSyntaxError, Word, lex
+from .words import Args, drop_prefix, split_args
 
-__all__ = ["WRAPPERS", "Unwrapped", "Wrapper", "check_downloaded", "inline_shell"]
+__all__ = ["WRAPPERS", "Unwrapped", "Wrapper", "command_string", "inline_shell"]
 
 _ASSIGNMENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*=")
 
@@ -46,10 +46,15 @@ def inline_shell(code: Word, scope: Scope, env: CommandEnv) -> None:
         env.nested_script(code.value, scope.cwd)
 
 
-def check_downloaded(target: Target | None, env: CommandEnv) -> None:
-    """Running a file this line downloaded is running code from the network."""
-    if target is not None and not target.subtree and env.downloaded(target.path):
+def command_string(code: Word, scope: Scope, env: CommandEnv) -> None:
+    """A command an option or a script runs (``rsync -e``, ``git rebase -x``, ``tar
+    --to-command``): judged like a line of its own when it is a literal, code when it is not."""
+    if env.downloads(code):
         env.flag(deny_label("curl_pipe_sh"))
+    if not code.is_static:
+        env.flag(INLINE)
+    elif code.value.strip():
+        env.nested_script(code.value, scope.cwd)
 
 
 def _rest(args: list[Word], parsed: Args) -> list[Word] | None:
@@ -130,17 +135,33 @@ def _env(args: list[Word], scope: Scope, env: CommandEnv) -> Unwrapped:
     for _, directory in parsed.values("-C", "--chdir"):
         scope = scope.copy()
         enter_directory(scope, directory, env)
+    rest = _rest(args, parsed) or []
     for _, line in parsed.values("-S", "--split-string"):
-        if line.is_static:
-            env.nested_script(line.value, scope.cwd)
-        else:
-            env.flag(UNPARSABLE)
-        return None, scope
-    rest = _rest(args, parsed)
-    while rest and _ASSIGNMENT.match(rest[0].value):
-        check_assignment(rest[0], scope, env)
+        split = _split_string(line, env)
+        if split is None:
+            return None, scope
+        rest = split + rest
+    while rest and "=" in rest[0].value.lstrip("="):
+        check_assignment(rest[0], scope, env)  # env: any NAME=VALUE before the command
         rest = rest[1:]
-    return rest, scope
+    return rest or None, scope
+
+
+def _split_string(line: Word, env: CommandEnv) -> list[Word] | None:
+    """``env -S 'bash -x'``: the words it splits into; None (and a label) when unknown."""
+    if not line.is_static:
+        env.flag(UNPARSABLE)
+        return None
+    try:
+        tokens = lex(line.value, env.workspace.home).tokens
+    except ShellSyntaxError:
+        env.flag(UNPARSABLE)
+        return None
+    words = [token.word for token in tokens if token.word is not None]
+    if len(words) != len(tokens):
+        env.flag(UNPARSABLE)  # an operator: env -S does not run a shell line
+        return None
+    return words
 
 
 def _command_builtin(args: list[Word], scope: Scope, env: CommandEnv) -> Unwrapped:
@@ -270,6 +291,209 @@ def _disown(args: list[Word], scope: Scope, env: CommandEnv) -> Unwrapped:
     return None, scope
 
 
+def _skip_operands(count: int, short: str = "", long: frozenset[str] = frozenset()) -> Wrapper:
+    """A wrapper whose first ``count`` operands are its own (taskset's mask, faketime's time)."""
+
+    def unwrap(args: list[Word], scope: Scope, env: CommandEnv) -> Unwrapped:
+        parsed = split_args(args, short_values=short, long_values=long, first_positional_ends=True)
+        rest = _rest(args, parsed)
+        return (rest[count:] if rest else None), scope
+
+    return unwrap
+
+
+def _taskset(args: list[Word], scope: Scope, env: CommandEnv) -> Unwrapped:
+    """``taskset [-a] [-c] MASK CMD…``; ``taskset -p [MASK] PID`` runs nothing."""
+    parsed = split_args(args, first_positional_ends=True)
+    if parsed.has("-p", "--pid"):
+        return None, scope
+    rest = _rest(args, parsed)
+    return (rest[1:] if rest else None), scope
+
+
+def _chrt(args: list[Word], scope: Scope, env: CommandEnv) -> Unwrapped:
+    """``chrt [policy] [PRIORITY] CMD…``; ``chrt -p …`` changes a running process."""
+    parsed = split_args(
+        args,
+        short_values="TPD",
+        long_values=frozenset({"--sched-runtime", "--sched-period", "--sched-deadline"}),
+        first_positional_ends=True,
+    )
+    if parsed.has("-p", "--pid"):
+        return None, scope
+    rest = _rest(args, parsed)
+    if rest and rest[0].value.isdigit():
+        rest = rest[1:]
+    return rest or None, scope
+
+
+def _tracer(short: str, long: frozenset[str]) -> Wrapper:
+    """strace, ltrace: ``-o |cmd`` pipes the trace into a command; ``-p PID`` alone runs none."""
+
+    def unwrap(args: list[Word], scope: Scope, env: CommandEnv) -> Unwrapped:
+        parsed = split_args(args, short_values=short, long_values=long, first_positional_ends=True)
+        for _, output in parsed.values("-o", "--output"):
+            if output.value.startswith(("|", "!")):
+                command_string(drop_prefix(output, 1), scope, env)
+            else:
+                _edit([output], scope, env)
+        return _rest(args, parsed), scope
+
+    return unwrap
+
+
+_SCRIPT_LONG = frozenset(
+    {"--command", "--echo", "--log-in", "--log-out", "--log-io", "--log-timing",
+     "--logging-format", "--output-limit"}
+)  # fmt: skip
+
+
+def _script(args: list[Word], scope: Scope, env: CommandEnv) -> Unwrapped:
+    """``script [-q] [-c CMD] [FILE]``: CMD runs through the shell; FILE is written."""
+    parsed = split_args(
+        args,
+        short_values="cEIOBTm",
+        long_values=_SCRIPT_LONG,
+    )
+    _edit([word for _, word in parsed.positionals], scope, env)
+    for _, command in parsed.values("-c", "--command"):
+        command_string(command, scope, env)
+    return None, scope
+
+
+def _shell_string(label: str, short: str, long: frozenset[str]) -> Wrapper:
+    """``sg GROUP -c CMD``, ``runuser -u U -- CMD`` or ``-c CMD``: a command or a shell line."""
+
+    def unwrap(args: list[Word], scope: Scope, env: CommandEnv) -> Unwrapped:
+        env.flag(label)
+        parsed = split_args(args, short_values=short + "c", long_values=long | {"--command"})
+        for _, command in parsed.values("-c", "--command"):
+            inline_shell(command, scope, env)
+            return None, scope
+        operands = [word for _, word in parsed.positionals]
+        if parsed.has("-u", "--user") or "--" in (word.value for word in args):
+            return operands or None, scope
+        return operands[1:] or None, scope  # sg GROUP CMD…
+
+    return unwrap
+
+
+def _capsh(args: list[Word], scope: Scope, env: CommandEnv) -> Unwrapped:
+    """``capsh [--opts] -- ARGS``: ARGS go to bash (``-- -c CMD``)."""
+    env.flag(PRIVILEGED)
+    for index, word in enumerate(args):
+        if word.value == "--":
+            return [Word("bash", ()), *args[index + 1 :]], scope
+        if word.value.startswith(("--shell=", "==")):
+            env.flag(UNPARSABLE)
+            return None, scope
+    return None, scope
+
+
+def _chroot(args: list[Word], scope: Scope, env: CommandEnv) -> Unwrapped:
+    env.flag(PRIVILEGED)
+    parsed = split_args(
+        args, long_values=frozenset({"--userspec", "--groups"}), first_positional_ends=True
+    )
+    rest = _rest(args, parsed)
+    return (rest[1:] if rest else None), scope
+
+
+def _entr(args: list[Word], scope: Scope, env: CommandEnv) -> Unwrapped:
+    """``entr [-acdnprz] UTILITY…``; with ``-s`` the utility is a shell line."""
+    parsed = split_args(args, first_positional_ends=True)
+    rest = _rest(args, parsed)
+    if parsed.has("-s") and rest:
+        command_string(rest[0], scope, env)
+        return None, scope
+    return rest, scope
+
+
+def _parallel(args: list[Word], scope: Scope, env: CommandEnv) -> Unwrapped:
+    """GNU parallel: the command is a shell template filled from ``:::`` or stdin."""
+    parsed = split_args(args, short_values="aCdEIjLNnPSs", long_values=_PARALLEL_LONG,
+                        first_positional_ends=True)  # fmt: skip
+    rest = _rest(args, parsed) or []
+    end = next((i for i, word in enumerate(rest) if word.value.startswith(":::")), len(rest))
+    template = rest[:end]
+    if not template or not all(word.is_static for word in template):
+        env.flag(INLINE)  # the commands come from the input
+        return None, scope
+    line = " ".join(word.value for word in template)
+    if "{" in line:
+        env.flag(INLINE)  # filled in from the input: not known here
+    env.nested_script(line, scope.cwd)
+    return None, scope
+
+
+_PARALLEL_LONG = frozenset(
+    {"--arg-file", "--colsep", "--delimiter", "--eof", "--jobs", "--max-lines", "--max-args",
+     "--sshlogin", "--max-chars", "--tmpdir", "--workdir", "--results", "--joblog", "--env",
+     "--basefile", "--return", "--transfer-file", "--timeout", "--tag-string", "--retries"}
+)  # fmt: skip
+
+
+def _systemd_run(args: list[Word], scope: Scope, env: CommandEnv) -> Unwrapped:
+    """A transient unit: in the background unless waited for; a timer runs it later."""
+    parsed = split_args(args, short_values="pEuHMsG", long_values=_SYSTEMD_RUN_LONG,
+                        first_positional_ends=True)  # fmt: skip
+    if any(option.name.startswith("--on-") for option in parsed.options):
+        env.flag(INLINE)  # a timer: the command runs later
+    if not parsed.has("--wait", "-P", "--pipe", "-t", "--pty", "--scope", "-S", "--shell"):
+        env.flag(BACKGROUND)
+    if not parsed.has("--user"):
+        env.flag(PRIVILEGED)
+    return _rest(args, parsed), scope
+
+
+_SYSTEMD_RUN_LONG = frozenset(
+    {"--unit", "--property", "--description", "--slice", "--setenv", "--host", "--machine",
+     "--uid", "--gid", "--nice", "--working-directory", "--service-type", "--path-property",
+     "--socket-property", "--timer-property", "--on-active", "--on-boot", "--on-startup",
+     "--on-unit-active", "--on-unit-inactive", "--on-calendar", "--on-clock-change",
+     "--on-timezone-change"}
+)  # fmt: skip
+
+
+def _later(args: list[Word], scope: Scope, env: CommandEnv) -> Unwrapped:
+    """at, batch: commands from stdin or ``-f FILE``, run later; ``-l``/``-r``/``-c`` list."""
+    parsed = split_args(args, short_values="qfmMtbuo")
+    if not parsed.has("-l", "-r", "-d", "-c"):
+        env.flag(INLINE)
+    return None, scope
+
+
+def _crontab(args: list[Word], scope: Scope, env: CommandEnv) -> Unwrapped:
+    """Installing or editing a crontab is code run later; listing it is not."""
+    parsed = split_args(args, short_values="uT")
+    if not parsed.has("-l", "-T"):
+        env.flag(INLINE)
+    return None, scope
+
+
+def _unparsed(args: list[Word], scope: Scope, env: CommandEnv) -> Unwrapped:
+    """A wrapper the gate cannot read the options of: what it runs is not known."""
+    env.flag(UNPARSABLE)
+    return None, scope
+
+
+_STRACE_LONG = frozenset(
+    {"--trace", "--output", "--attach", "--string-limit", "--user", "--env", "--signal",
+     "--status", "--quiet", "--decode-fds", "--trace-path", "--columns", "--abbrev",
+     "--verbose", "--raw", "--read", "--write", "--inject", "--fault", "--summary-columns",
+     "--summary-sort-by", "--interruptible", "--detach-on", "--kill-on"}
+)  # fmt: skip
+_SETPRIV_LONG = frozenset(
+    {"--reuid", "--regid", "--ruid", "--euid", "--rgid", "--egid", "--groups", "--inh-caps",
+     "--ambient-caps", "--bounding-set", "--securebits", "--pdeathsig", "--selinux-label",
+     "--apparmor-profile", "--landlock-access", "--landlock-rule", "--seccomp-filter"}
+)  # fmt: skip
+_NUMACTL_LONG = frozenset(
+    {"--interleave", "--preferred", "--membind", "--physcpubind", "--cpunodebind",
+     "--weighted-interleave", "--preferred-many"}
+)  # fmt: skip
+
+
 WRAPPERS: dict[str, Wrapper] = {
     "sudo": _sudo,
     "sudoedit": _sudoedit,
@@ -302,4 +526,40 @@ WRAPPERS: dict[str, Wrapper] = {
     "pdm": _runner(frozenset({"run"})),
     "conda": _runner(frozenset({"run"})),
     "bundle": _runner(frozenset({"exec"})),
+    "taskset": _taskset,
+    "chrt": _chrt,
+    "strace": _tracer("eopsuEabIOPSUX", _STRACE_LONG),
+    "ltrace": _tracer("eopsuaADFlnwxL", frozenset({"--output", "--library"})),
+    "script": _script,
+    "sg": _shell_string(PRIVILEGED, "", frozenset()),
+    "runuser": _shell_string(PRIVILEGED, "ugGlsw", frozenset({"--user", "--group", "--shell"})),
+    "capsh": _capsh,
+    "chroot": _chroot,
+    "nsenter": _plain("tSGrw", frozenset({"--target", "--setuid", "--setgid"}), PRIVILEGED),
+    "unshare": _plain("SGRwl", frozenset({"--setuid", "--setgid", "--root", "--wd"})),
+    "setpriv": _plain("", _SETPRIV_LONG),
+    "numactl": _plain("ipmCNwP", _NUMACTL_LONG),
+    "cgexec": _plain("g"),
+    "firejail": _plain(),
+    "proot": _plain("rRbmwSqkv", frozenset({"--rootfs", "--bind", "--mount", "--cwd"})),
+    "faketime": _skip_operands(1, "p"),
+    "catchsegv": _plain(),
+    "valgrind": _plain(),
+    "caffeinate": _plain("tw"),
+    "systemd-inhibit": _plain(),
+    "xvfb-run": _plain("efnpsw", frozenset({"--error-file", "--server-num", "--server-args"})),
+    "dbus-run-session": _plain(),
+    "chronic": _plain(),
+    "entr": _entr,
+    "parallel": _parallel,
+    "systemd-run": _systemd_run,
+    "at": _later,
+    "batch": _later,
+    "crontab": _crontab,
+    "fakeroot": _plain("il", frozenset({"--lib", "--faked"})),
+    "torsocks": _plain("udpaP"),
+    "proxychains": _plain("f"),
+    "proxychains4": _plain("f"),
+    "daemonize": _unparsed,
+    "start-stop-daemon": _unparsed,
 }
