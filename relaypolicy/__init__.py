@@ -6,8 +6,8 @@ sourceType, sourceInfo}`` → ``{id, action, msg}``), built as a pipeline of sma
 
 * as the strfry plugin (``codedeck-relaypolicy plugin``, :mod:`relaypolicy.plugin`), with the
   SQLite registry shared with the admin API (:mod:`relaypolicy.admin`);
-* inside the bridge daemon's embedded relay, with a :class:`MemoryRegistry` of the bridge and its
-  paired phones;
+* inside the bridge daemon's embedded relay, with a registry of the bridge and its paired phones
+  and narrower rules (the four CodeDeck kinds only, :mod:`relaypolicy.embedded`);
 * in the tests, inside a real relay, both ways.
 
 This package namespace re-exports the pure core only; the I/O parts (plugin loop, admin server,

@@ -67,7 +67,12 @@ from bridge.engine.inputs import (
     ModelsListed,
 )
 from bridge.engine.phones import PhoneBook
-from bridge.engine.sessions import PENDING_STATE, check_folder_path, title_from_input
+from bridge.engine.sessions import (
+    PENDING_STATE,
+    check_folder_path,
+    session_cwd_problem,
+    title_from_input,
+)
 from bridge.engine.state import Liveness, SessionState, SessionTable
 from bridge.engine.sync import SyncServer
 from bridge.engine.timefmt import iso
@@ -158,6 +163,11 @@ class SessionCommands:
             refusal = agent.reason
         elif command.providerId is not None:
             refusal, model = self._bind_provider(command.providerId, agent, model)
+        if refusal is None:
+            config = self._config
+            refusal = session_cwd_problem(
+                command.cwd or "", config.roots, config.home, config.secrets
+            )
         pending = SessionPendingMessage(
             pendingId=session_id, machine=self._config.machine, createdAt=iso(now)
         )

@@ -16,8 +16,10 @@ from bridge.engine.effects import SessionRecord
 from bridge.protocol import RemoteSessionInfo
 
 __all__ = [
+    "MAX_CWD_LENGTH",
     "PENDING_STATE",
     "check_folder_path",
+    "session_cwd_problem",
     "title_from_input",
     "to_remote_info",
 ]
@@ -26,6 +28,10 @@ PENDING_STATE = "starting"
 """The record state of a session whose runner has not reported ready yet (never on the wire)."""
 
 TITLE_MAX = 80
+MAX_CWD_LENGTH = 4096
+"""The longest ``create-session`` cwd taken (Linux's ``PATH_MAX``: no longer path can be opened)."""
+MAX_NAME_BYTES = 255
+"""The longest folder name a filesystem takes (``NAME_MAX``)."""
 _SLASH_COMMAND = re.compile(r"^/[A-Za-z][\w:-]*(\s|$)")
 
 
@@ -104,3 +110,41 @@ def check_folder_path(path: str, root: str | None, roots: Sequence[str]) -> tupl
     if normalized in (".", "..") or normalized.startswith("../") or "\x00" in normalized:
         return "folder path escapes the workspace root"
     return chosen, normalized
+
+
+def session_cwd_problem(
+    cwd: str, roots: Sequence[str], home: str, secrets: Sequence[str]
+) -> str | None:
+    """Why a ``create-session`` cwd can never work, for ``session-failed.reason``; None if it may.
+
+    What is decided here needs no disk: a NUL byte, a path or a folder name too long for any
+    filesystem, and a folder inside a hidden path (the bridge home, ``~/.ssh``, …: an agent must
+    never run there). Whether the folder exists and lies inside a root is the runtime's to tell
+    (symlinks resolved), and it fails the session the same way. A relative cwd is checked under
+    every root, as the runtime tries each.
+    """
+    if "\x00" in cwd:
+        return "the folder path contains a NUL byte"
+    if len(cwd) > MAX_CWD_LENGTH:
+        return f"the folder path is too long ({len(cwd)} characters; at most {MAX_CWD_LENGTH})"
+    if any(len(name.encode("utf-8", "surrogatepass")) > MAX_NAME_BYTES for name in cwd.split("/")):
+        return f"a folder name in the path is longer than {MAX_NAME_BYTES} bytes"
+    text = cwd.strip()
+    if not text:
+        return None
+    if text == "~" or text.startswith("~/"):
+        text = home + text[1:]
+    candidates = [text] if text.startswith("/") else [posixpath.join(root, text) for root in roots]
+    for candidate in candidates:
+        path = posixpath.normpath(candidate)
+        if any(path == secret or path.startswith(secret.rstrip("/") + "/") for secret in secrets):
+            return (
+                f"{_shown(cwd)} is hidden from agents: it holds the bridge's own data or "
+                "credentials"
+            )
+    return None
+
+
+def _shown(path: str, limit: int = 120) -> str:
+    """A path as an error message quotes it: at most `limit` characters."""
+    return path if len(path) <= limit else path[: limit - 1] + "…"

@@ -232,7 +232,12 @@ class Daemon:
         except AgentLoadError as exc:
             raise DaemonError(str(exc)) from None
         runners = RunnerManager(
-            factory, self.db, settings.workspaces, on_agent_event, env_for=agents.session_env
+            factory,
+            self.db,
+            settings.workspaces,
+            on_agent_event,
+            env_for=agents.session_env,
+            hidden=engine.config.secrets,
         )
         errands = Errands(
             lambda event: loop.feed(event),

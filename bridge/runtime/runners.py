@@ -40,6 +40,7 @@ from bridge.host.driver import PermissionAnswer
 from bridge.host.wire import Answer
 from bridge.protocol import ModelEntry
 from bridge.runtime.workspace import WorkspaceError, resolve_session_cwd
+from bridge.sandbox.hidden import is_hidden
 from bridge.tasks import TaskSet
 from store import bridge_state, host_answers
 from store.bridge_state import InboxRow
@@ -61,8 +62,10 @@ class RunnerManager:
         feed: Callable[[Input], None],
         *,
         env_for: Callable[[SessionRecord], dict[str, str] | str] | None = None,
+        hidden: Sequence[str] = (),
     ) -> None:
         self._factory = factory
+        self._hidden = tuple(hidden)
         self._env_for = env_for
         self._db = db
         self._roots = list(roots)
@@ -207,12 +210,26 @@ class RunnerManager:
                     cwd = Path(record.cwd)
                     if not cwd.is_dir():
                         raise WorkspaceError(f"{record.cwd} no longer exists")
+                    if is_hidden(str(cwd.resolve()), self._hidden):
+                        raise WorkspaceError(
+                            f"{record.cwd} is hidden from agents: it holds the bridge's own "
+                            "data or credentials"
+                        )
                 else:
                     cwd = await asyncio.to_thread(
-                        resolve_session_cwd, self._roots, record.cwd or None, create=create_cwd
+                        resolve_session_cwd,
+                        self._roots,
+                        record.cwd or None,
+                        create=create_cwd,
+                        hidden=self._hidden,
                     )
             except WorkspaceError as exc:
                 self._feed(AgentFailed(session_id, str(exc)))
+                return
+            except (OSError, ValueError) as exc:
+                # A stored cwd the system cannot take (a NUL byte, a name too long): the
+                # session fails with the reason instead of staying "starting" for good.
+                self._feed(AgentFailed(session_id, f"cannot use the session's folder: {exc}"))
                 return
             env = self._env_for(record) if self._env_for is not None else {}
             if isinstance(env, str):  # e.g. the provider profile was deleted

@@ -6,7 +6,10 @@
   directory is created (``mkdir -p``) and ``git init``-ed under the first root that contains it.
   Unlike the reference bridge, a cwd outside every root is an error, not a silent fallback to
   the first root: the phone asked for a place, and running somewhere else would surprise it.
-  No cwd at all means the first root.
+  No cwd at all means the first root. A folder inside a hidden path (the bridge home, ``~/.ssh``,
+  …), spelled or reached through a symlink, is refused; so is a path the system cannot open (a
+  NUL byte, a name too long): every refusal is a :class:`WorkspaceError` whose message the
+  phone reads in ``session-failed``.
 - :func:`scan_folders`: the heartbeat's ``folders`` (REFERENCE-BEHAVIOUR §1.6).
 - :func:`create_folder`: ``create-folder`` (mkdir + git init), errors in the reference's words.
 """
@@ -18,6 +21,8 @@ import os
 import subprocess
 from collections.abc import Sequence
 from pathlib import Path
+
+from bridge.sandbox.hidden import is_hidden
 
 __all__ = [
     "MAX_FOLDERS",
@@ -68,21 +73,58 @@ def git_init(directory: Path) -> None:
         )
 
 
-def resolve_session_cwd(roots: Sequence[Path], requested: str | None, *, create: bool) -> Path:
+def resolve_session_cwd(
+    roots: Sequence[Path], requested: str | None, *, create: bool, hidden: Sequence[str] = ()
+) -> Path:
     """The directory a new session runs in (see the module docstring).
+
+    Args:
+        roots: the workspace roots.
+        requested: the ``create-session`` cwd (absolute, ``~``, or relative to a root).
+        create: make the directory (and ``git init`` it) when it does not exist.
+        hidden: the paths an agent must never see (absolute): a cwd at or below one is refused.
 
     Raises:
         WorkspaceError: with a message fit for ``session-failed.reason``.
     """
+    try:
+        return _resolve_session_cwd(roots, requested, create=create, hidden=hidden)
+    except (OSError, ValueError) as exc:
+        # A path the system cannot take: a NUL byte, a name too long, a loop of links, …
+        reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+        raise WorkspaceError(
+            f"cannot use {_shown(requested or '')} as a folder: {reason}"
+        ) from None
+
+
+def _refuse_hidden(spelled: Path, target: Path, requested: str, hidden: Sequence[str]) -> None:
+    """Refuse a cwd at or below a hidden path, as spelled or with its symlinks resolved."""
+    if is_hidden(os.path.normpath(spelled), hidden) or is_hidden(str(target), hidden):
+        raise WorkspaceError(
+            f"{_shown(requested)} is hidden from agents: it holds the bridge's own data or "
+            "credentials"
+        )
+
+
+def _shown(path: str, limit: int = 120) -> str:
+    """A path as an error message quotes it: at most `limit` characters."""
+    return path if len(path) <= limit else path[: limit - 1] + "…"
+
+
+def _resolve_session_cwd(
+    roots: Sequence[Path], requested: str | None, *, create: bool, hidden: Sequence[str]
+) -> Path:
     if not roots:
         raise WorkspaceError("no workspace root is configured on the bridge")
     resolved_roots = [root.resolve() for root in roots]
     if not requested or not requested.strip():
+        _refuse_hidden(resolved_roots[0], resolved_roots[0], str(resolved_roots[0]), hidden)
         return resolved_roots[0]
     text = os.path.expanduser(requested.strip())
     candidates = [Path(text)] if os.path.isabs(text) else [root / text for root in resolved_roots]
     for candidate in candidates:
         target = candidate.resolve()
+        _refuse_hidden(candidate, target, requested, hidden)  # before anything is created
         containing = [root for root in resolved_roots if is_inside(target, root)]
         if not containing:
             continue
@@ -96,8 +138,10 @@ def resolve_session_cwd(roots: Sequence[Path], requested: str | None, *, create:
             git_init(target)
             return target
     if any(any(is_inside(c.resolve(), root) for root in resolved_roots) for c in candidates):
-        raise WorkspaceError(f"{requested} does not exist (ask to create it with createCwd)")
-    raise WorkspaceError(f"{requested} is outside the bridge's workspace roots")
+        raise WorkspaceError(
+            f"{_shown(requested)} does not exist (ask to create it with createCwd)"
+        )
+    raise WorkspaceError(f"{_shown(requested)} is outside the bridge's workspace roots")
 
 
 def _has_marker(directory: Path) -> bool:

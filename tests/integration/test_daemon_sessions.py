@@ -81,8 +81,18 @@ async def test_refresh_interrupt_and_folders(
     assert beat.message.protocolVersion == 10 and session in [s.id for s in beat.message.sessions]
 
 
-async def test_create_session_failures(phone: PhoneSimulator) -> None:
-    mark = phone.mark()
-    await phone.send(CreateSessionCommand(cwd="/etc"))
-    failed = await phone.wait_for("session-failed", after=mark, timeout=30)
-    assert "outside" in failed.message.reason
+async def test_create_session_failures(daemon: DaemonProcess, phone: PhoneSimulator) -> None:
+    for cwd, words in (
+        ("/etc", "outside"),
+        ("proj\x00x", "NUL byte"),
+        ("a" * 5000, "too long"),
+        (str(daemon.home), "hidden from agents"),
+        (f"{daemon.home}/made-by-a-phone", "hidden from agents"),
+    ):
+        mark = phone.mark()
+        await phone.send(CreateSessionCommand(cwd=cwd, createCwd=True))
+        pending = await phone.wait_for("session-pending", after=mark)
+        failed = await phone.wait_for("session-failed", after=mark, timeout=30)
+        assert failed.message.pendingId == pending.message.pendingId
+        assert words in failed.message.reason, (cwd[:20], failed.message.reason)
+    assert not (daemon.home / "made-by-a-phone").exists()

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
 from relaypolicy import MemoryRegistry, RelayPolicy
@@ -51,7 +53,7 @@ STRANGER_KINDS = [1, 5, 444, 445, 1059, 10050, 10051, 30443]
 """Kinds the deployed relay takes (some from anyone) that the embedded relay refuses."""
 
 
-def decide(registry: MemoryRegistry, *, source: str = "192.0.2.9", **request: object) -> str:
+def decide(registry: MemoryRegistry, *, source: str = "192.0.2.9", **request: Any) -> str:
     """The embedded policy's OK message for one event ("" when accepted)."""
     hook = embedded_policy(registry, clock=lambda: NOW)
     accepted, message = hook.admit(make_request(**request)["event"], source)

@@ -54,6 +54,7 @@ def make_rig(
     tmp_path: Path,
     agents: FakeAgents | None = None,
     env: dict[str, str] | str | None = None,
+    hidden: tuple[str, ...] = (),
 ) -> Rig:
     root = tmp_path / "ws"
     root.mkdir(exist_ok=True)
@@ -65,6 +66,7 @@ def make_rig(
         [root],
         fed.append,
         env_for=None if env is None else (lambda record: env),
+        hidden=hidden,
     )
     return Rig(db, root, agents, fed, manager)
 
@@ -145,6 +147,53 @@ CWD_CASES = [
     CwdCase("resume-existing", "{root}/have", False, True, "have"),
     CwdCase("resume-vanished", "{root}/gone", False, True, None, "{root}/gone no longer exists"),
 ]
+
+
+BAD_CWD_CASES = [
+    CwdCase(
+        "nul-byte",
+        "a\x00b",
+        False,
+        False,
+        None,
+        "cannot use a\x00b as a folder: embedded null byte",
+    ),
+    CwdCase(
+        "nul-byte-created",
+        "a\x00b",
+        True,
+        False,
+        None,
+        "cannot use a\x00b as a folder: embedded null byte",
+    ),
+    CwdCase("name-too-long", "x" * 5000, True, False, None, "File name too long"),
+    CwdCase("resume-nul-byte", "{root}/a\x00b", False, True, None, "no longer exists"),
+    CwdCase("resume-hidden", "{root}/secret", False, True, None, "is hidden from agents"),
+    CwdCase("hidden", "{root}/secret", False, False, None, "is hidden from agents"),
+    CwdCase("hidden-below", "secret/sub", True, False, None, "is hidden from agents"),
+    CwdCase("hidden-through-a-link", "link/sub", True, False, None, "is hidden from agents"),
+]
+
+
+@pytest.mark.parametrize("case", BAD_CWD_CASES, ids=[c.id for c in BAD_CWD_CASES])
+async def test_a_cwd_the_system_or_the_sandbox_refuses_fails_the_session(
+    db: BridgeDatabase, tmp_path: Path, case: CwdCase
+) -> None:
+    root = tmp_path / "ws"
+    rig = make_rig(db, tmp_path, hidden=(str(root / "secret"),))
+    (root / "secret").mkdir()
+    (root / "link").symlink_to(root / "secret")
+    await rig.started(
+        session_record("s-1", case.requested.format(root=root)),
+        resume=case.resume,
+        create=case.create,
+    )
+    [failed] = rig.fed
+    assert isinstance(failed, AgentFailed) and failed.session_id == "s-1"
+    assert case.reason.format(root=root) in failed.reason
+    assert len(failed.reason) < 300  # a 5,000-character request is not echoed whole
+    assert rig.agents.made == []
+    assert list((root / "secret").iterdir()) == []  # nothing was created inside it
 
 
 @pytest.mark.parametrize("case", CWD_CASES, ids=[c.id for c in CWD_CASES])
