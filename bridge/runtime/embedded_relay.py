@@ -6,7 +6,15 @@ Events are kept in SQLite under the bridge home (``relay/events.sqlite3``), so s
 (4516) and the heartbeat (30515) survive a restart of the daemon like they would on any relay.
 
 Only the bridge and its paired phones may write (a private relay): the write policy asks an
-``admit`` callback, which the daemon answers from its own state through relaypolicy.
+``admit`` callback, which the daemon answers from its own state through relaypolicy
+(:func:`relaypolicy.embedded.embedded_policy`: the four CodeDeck kinds, from registered writers,
+and a new phone's pair-request while a window is open). The store is capped
+(``embedded_relay_max_mb``); a full store refuses new events, and the bridge's own replies stay
+in its outbox and go out again once expired ones made room.
+
+Reads stay open to any client, as on any relay: every payload is NIP-44 encrypted, and the relay
+speaks plain ``ws://`` on the LAN, so whoever can reach the port can also watch the frames go by;
+restricting REQs would hide nothing from them (pubkeys, kinds and timing are in every frame).
 
 The relay runs on a thread of its own with its own event loop: the daemon's work (a commit, a
 signature) never delays a phone's frames, and the relay's SQLite calls and signature checks

@@ -89,6 +89,11 @@ async def test_bridge_and_phones_are_registered_and_unregistered(
             await wait_registered(registry, phone.pubkey, present=False)
         finally:
             await phone.close()
+        await daemon.call("pair.open", duration=600)
+        await wait_window(registry, bridge, True)
+        assert await daemon.stop() == 0
+        with RegistryStore.open(registry) as store:  # the window closed with the daemon
+            assert {r.pubkey: r.pairing_until for r in store.registrations()}[bridge] is None
         assert TOKEN not in daemon.log_text
 
 
