@@ -12,9 +12,10 @@ and a new phone's pair-request while a window is open). The store is capped
 (``embedded_relay_max_mb``); a full store refuses new events, and the bridge's own replies stay
 in its outbox and go out again once expired ones made room.
 
-Reads stay open to any client, as on any relay: every payload is NIP-44 encrypted, and the relay
-speaks plain ``ws://`` on the LAN, so whoever can reach the port can also watch the frames go by;
-restricting REQs would hide nothing from them (pubkeys, kinds and timing are in every frame).
+Reads stay open to any client, as on any relay: every payload is NIP-44 encrypted. What a
+stranger's REQ can learn is metadata (which keys talk, which kinds, when); the relay speaks plain
+``ws://``, so anyone on the network path sees the same in the frames, and refusing filters that
+name no pubkey would only slow enumeration down at the risk of refusing a client's own filter.
 
 The relay runs on a thread of its own with its own event loop: the daemon's work (a commit, a
 signature) never delays a phone's frames, and the relay's SQLite calls and signature checks
