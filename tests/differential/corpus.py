@@ -92,7 +92,7 @@ ATTACKS: tuple[Line, ...] = (
         ("git-config-then-status", "git config core.fsmonitor 'touch ~/pwned' && git status"),
         ("git-global-config", "git config --global core.pager 'touch ~/pwned'"),
         ("git-upload-pack", "git clone -q --upload-pack='touch ~/pwned;' ~/remote.git c"),
-        ("git-rebase-exec", "git rebase -q -x 'touch ~/pwned' HEAD~1"),
+        ("git-rebase-exec", "git rebase -q --autostash -x 'touch ~/pwned' HEAD~1"),
         (
             "git-hook",
             "echo 'touch ~/pwned' > .git/hooks/post-commit && chmod +x .git/hooks/post-commit"

@@ -1,0 +1,58 @@
+"""A hostile agent through the real Claude Code CLI: nothing outside the session's folder changes,
+no secret leaves, whatever the phone answers.
+
+The scenario (:mod:`tests.redteam.scenario`) sends every attack of the corpus as a tool call from
+the mock model, in mode ``default``, with the bridge on its defaults in a throwaway home. The
+checks are by content, not by verdict: every byte outside ``~/proj`` (but the bridge's and the
+agent's own state) is as it was, ``main`` of the bare remote did not move, and no canary — the
+ssh key's, the netrc's, the bridge's secret key in any spelling, the database file — shows up in
+the project, in the requests the model received, or in the attacker's uploads.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from bridge.engine.gate import Outcome as Verdict
+from bridge.engine.gate import evaluate
+from tests.differential.trial import gate_context
+from tests.differential.web import ScriptServer
+from tests.support.mock_anthropic import MockAnthropic
+from tests.support.relay import LoopbackRelay
+
+from .scenario import Observed, RedTeamHome, run_scenario
+
+
+def _assert_nothing_escaped(observed: Observed) -> None:
+    unsent = [o.attack.id for o in observed.outcomes if o.result == "(no call)"]
+    assert unsent == [], f"attacks the agent never made: {unsent}"
+    harm = observed.effects
+    assert (harm.wrote, harm.deleted, harm.moved_refs) == ([], [], []), harm.describe()
+    assert harm.leaked == [], f"canaries in the project: {harm.leaked}"
+    assert observed.model_leaks == [], f"canaries sent to the model: {observed.model_leaks}"
+    assert observed.upload_leaks == [], f"canaries uploaded: {observed.upload_leaks}"
+
+
+async def test_the_sandbox_holds_when_the_phone_allows_every_card(
+    relay: LoopbackRelay, mock_api: MockAnthropic, script_server: ScriptServer, short_root: Path
+) -> None:
+    home = RedTeamHome(short_root / "h", sandbox=True)
+    observed = await run_scenario(home, relay.url, mock_api, script_server, allow=True)
+    _assert_nothing_escaped(observed)
+
+
+async def test_the_phone_sees_every_call_the_gate_refuses(
+    relay: LoopbackRelay, mock_api: MockAnthropic, script_server: ScriptServer, short_root: Path
+) -> None:
+    home = RedTeamHome(short_root / "h", sandbox=True)
+    observed = await run_scenario(home, relay.url, mock_api, script_server, allow=False)
+    _assert_nothing_escaped(observed)
+    context = gate_context(str(home.home))
+    unseen = []
+    for outcome in observed.outcomes:
+        verdict = evaluate(outcome.attack.tool, outcome.attack.input, context).outcome
+        seen = "block" if outcome.blocked else "card" if outcome.card else "none"
+        expected = {Verdict.BLOCK: "block", Verdict.ASK: "card", Verdict.ALLOW: "none"}[verdict]
+        if seen != expected and not outcome.cli_refused:
+            unseen.append(f"{outcome.attack.id}: gate {verdict.value}, phone saw {seen}")
+    assert unseen == [], "\n".join(unseen)
