@@ -188,7 +188,9 @@ class Daemon:
                 raise DaemonError(str(exc)) from None
             register_secret(token)
             self.registration = RelayRegistration(settings.register_url, token)
-            self.registration.register(self.keypair.public_hex, f"bridge {settings.machine_name}")
+            self.registration.register_bridge(
+                self.keypair.public_hex, f"bridge {settings.machine_name}"
+            )
         urls = list(settings.relays)
         public_relays = list(settings.relays)
         if settings.uses_embedded_relay:

@@ -4,7 +4,8 @@ A write-restricted relay accepts the app's kinds from registered keys only. When
 configured with the relay's admin endpoint and token, it keeps the registry in step with its
 own state, in the background and never blocking pairing:
 
-- at start: the bridge's own key;
+- at start: the bridge's own key, and any pairing window a previous run could not close (it
+  was killed) is closed;
 - when a phone pairs (QR or npub): the phone's key;
 - when a pairing window opens: the window, so a new phone can pair through the private relay;
 - when the bridge's window ends (a phone paired through it, it expired, the daemon stops): the
@@ -101,6 +102,16 @@ class RelayRegistration:
 
     # Each call is passed as a function and made inside the task: a coroutine made here would
     # never be awaited when the task is refused (closed) or cancelled before it starts.
+
+    def register_bridge(self, bridge_pubkey: str, label: str) -> None:
+        """At start: register the bridge, and close a window a previous run left open.
+
+        A daemon killed (``kill -9``, OOM) while its window was open could not close it; this
+        run's window starts closed, so the relay's must too.
+        """
+        self.register(bridge_pubkey, label)
+        self._window = bridge_pubkey
+        self.close_window(bridge_pubkey)
 
     def register(self, pubkey: str, label: str = "") -> None:
         call = partial(self._client.register, pubkey, label=label)

@@ -94,6 +94,13 @@ async def test_bridge_and_phones_are_registered_and_unregistered(
         assert await daemon.stop() == 0
         with RegistryStore.open(registry) as store:  # the window closed with the daemon
             assert {r.pubkey: r.pairing_until for r in store.registrations()}[bridge] is None
+        await daemon.start()
+        await daemon.call("pair.open", duration=600)
+        await wait_window(registry, bridge, True)
+        daemon.kill()  # no chance to close it: the next start does
+        await wait_window(registry, bridge, True)
+        await daemon.start()
+        await wait_window(registry, bridge, False)
         assert TOKEN not in daemon.log_text
 
 

@@ -115,6 +115,22 @@ async def test_the_relay_window_closes_when_the_bridge_window_does(
     assert len(closes) == 3  # nothing was left open for the shutdown to close
 
 
+async def test_a_window_a_killed_run_left_open_closes_at_the_next_start(
+    admin: tuple[AdminServer, Path],
+) -> None:
+    server, registry = admin
+    with RegistryStore.open(registry) as store:
+        store.register(BRIDGE.public_hex, label="bridge box", now=NOW)
+        store.set_pairing_window(BRIDGE.public_hex, NOW + 600, now=NOW)
+    registration = RelayRegistration(server.url, TOKEN)
+    try:
+        registration.register_bridge(BRIDGE.public_hex, "bridge box")
+        await finished(registration)
+        assert window_of(registry, BRIDGE.public_hex) is None
+    finally:
+        await registration.close()
+
+
 async def test_a_close_cut_short_by_the_shutdown_is_made_at_shutdown(
     admin: tuple[AdminServer, Path],
 ) -> None:
