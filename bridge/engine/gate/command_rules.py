@@ -41,7 +41,11 @@ MAX_WRAPPERS = 16
 SYSTEM_BIN_DIRS = ("/usr", "/bin", "/sbin", "/opt", "/nix", "/snap")
 """Running a program from here is running an installed tool, not touching a foreign path."""
 
-_AWK_EXEC = re.compile(r'system\s*\(|\|\s*getline|\|&|\|\s*"|>\s*"')
+_AWK_EXEC = re.compile(
+    r"system\s*\(|(?<!\|)\|(?!\|)|\bprintf?\b[^;{}\n]*>|getline\s*<|@load|\bclose\s*\("
+)
+_AWK_STRING = re.compile(r'"(\\.|[^"\\])*"')
+_AWK_REGEX = re.compile(r"(^|[(,~!{;&|\n])(\s*)/(\\.|[^/\\\n])*/")
 _STDIN_SCRIPTS = frozenset({"-", "/dev/stdin", "/dev/fd/0"})
 
 
@@ -158,19 +162,37 @@ def _source(call: Call) -> None:
         check_written(call.env, call.target(script))
 
 
+_AWK_LONG = frozenset(
+    {"--file", "--assign", "--field-separator", "--source", "--include", "--load", "--exec"}
+)
+
+
 def _awk(call: Call) -> None:
     parsed = split_args(
         call.args,
-        short_values="fvFe",
-        long_values=frozenset({"--file", "--assign", "--field-separator", "--source"}),
+        short_values="fvFeilE",
+        long_values=_AWK_LONG,
     )
+    if parsed.has("-l", "--load"):
+        call.env.flag(INLINE)  # a compiled extension
+    for _, program in parsed.values("-f", "--file", "-E", "--exec"):
+        if program.value in _STDIN_SCRIPTS:
+            call.facts.stdin_program = True
     programs = parsed.values("-e", "--source")
-    if not programs and not parsed.has("-f", "--file") and parsed.positionals:
+    if not programs and not parsed.has("-f", "--file", "-E", "--exec") and parsed.positionals:
         programs = [parsed.positionals[0]]
     for index, word in programs:
         call.handled.add(index)
-        if _AWK_EXEC.search(word.value) or not word.is_static:
+        if not word.is_static or _awk_runs_or_writes(word.value):
             call.env.flag(INLINE)  # awk that runs commands or writes files
+
+
+def _awk_runs_or_writes(program: str) -> bool:
+    """``system()``, a pipe to or from a command, a ``print`` redirected to a file, a file read
+    with ``getline <``: looked for outside string and regex literals."""
+    text = _AWK_STRING.sub('""', program)
+    text = _AWK_REGEX.sub(r"\1\2//", text)
+    return _AWK_EXEC.search(text) is not None
 
 
 def _cd(call: Call) -> None:
@@ -209,11 +231,29 @@ _POWERSHELL_INLINE = frozenset(
 
 
 def _powershell(call: Call) -> None:
+    skip = False
+    script = False
     for index, word in enumerate(call.args):
-        if word.value.lower() in _POWERSHELL_INLINE:
+        value = word.value.lower()
+        if value in _POWERSHELL_INLINE:
             call.env.flag(INLINE)
             call.handled.update((index, index + 1))
             return
+        if skip:
+            skip = False
+        elif value in _POWERSHELL_VALUES:
+            skip = True
+        elif not value.startswith("-"):
+            script = True
+    if not script:
+        call.facts.stdin_program = True  # no script and no command: it reads stdin
+
+
+_POWERSHELL_VALUES = frozenset(
+    {"-executionpolicy", "-ep", "-ex", "-workingdirectory", "-wd", "-outputformat", "-of", "-o",
+     "-inputformat", "-if", "-inp", "-configurationname", "-config", "-windowstyle", "-w",
+     "-version", "-v", "-settingsfile", "-settings", "-custompipename"}
+)  # fmt: skip
 
 
 _NAME_BUILTINS = (

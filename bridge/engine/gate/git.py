@@ -1,24 +1,53 @@
-"""``git``: global options, the force-push rule, and config keys that run code.
+"""``git``: global options, the force-push rule, and options and config keys that run code.
 
-Force push (``-f``, ``--force``, ``--force-with-lease``, ``--mirror``, a ``+refspec``) or a
-delete (``--delete``, ``:branch``) of a protected branch is ``force_push_protected``. Protected:
-main, master, production, release* — and any destination that cannot be told from the line
-(no refspec, so the current branch; ``HEAD``; a variable), because a force push to the wrong
-branch cannot be taken back.
+Force push (``-f``, ``--force``, ``--force-with-lease``, ``--force-if-includes``, ``--mirror``,
+a ``+refspec``, ``-c remote.<r>.mirror=true``, a forced ``remote.<r>.push`` refspec) or a delete
+(``--delete``, ``:branch``, ``--prune``) of a protected branch is ``force_push_protected``, in
+``git push`` and in the plumbing ``git send-pack``. Long options are read the way git's
+parse-options reads them (any unique prefix: ``--force-w``, ``--dele``, ``--mir``). Protected:
+main, master, production, release* — and any destination that cannot be told from the line (no
+refspec, so the current branch; ``HEAD``; a variable; a glob such as ``refs/heads/*``; every
+branch with ``--all``), because a force push to the wrong branch cannot be taken back.
+
+Commands git runs for an option are judged like command lines: ``rebase -x``, ``submodule
+foreach``, ``bisect run``, ``filter-branch --*-filter``, ``difftool -x``, ``grep -O``,
+``--upload-pack``/``--receive-pack``/``--exec``, ``send-email --*-cmd``. So are config keys that
+hold a command (:mod:`.hooks`), given with ``-c``, ``--config-env`` or ``git config``.
 """
 
 from __future__ import annotations
 
-from .context import Call, Scope, check_lenient, check_read, enter_directory
-from .hooks import check_git_setting
+import re
+
+from .context import INLINE, UNPARSABLE, Call, Scope, check_lenient, check_read, enter_directory
+from .hooks import check_git_setting, git_key_runs_code
 from .labels import deny_label
+from .long_options import LONG_OPTIONS, STRICT
 from .shell_lexer import Word
 from .words import drop_prefix, split_args
+from .wrappers import command_string
 
 __all__ = ["PROTECTED_BRANCHES", "git_rule", "is_protected_branch"]
 
 PROTECTED_BRANCHES = frozenset({"main", "master", "production"})
 """Protected by name; every branch starting with "release" is too."""
+
+_PUSH_CONFIG = re.compile(r"remote\..+\.(mirror|push)", re.IGNORECASE)
+_GLOB = re.compile(r"[*?\[]")
+_COMMAND_OPTIONS = {
+    "clone": ("-u", "--upload-pack", "--template"),
+    "fetch": ("--upload-pack",),
+    "pull": ("--upload-pack",),
+    "ls-remote": ("--upload-pack",),
+    "archive": ("--exec",),
+    "difftool": ("-x", "--extcmd"),
+    "send-email": ("--to-cmd", "--cc-cmd", "--sendmail-cmd", "--header-cmd", "--smtp-server"),
+    "filter-branch": (
+        "--env-filter", "--tree-filter", "--index-filter", "--parent-filter", "--msg-filter",
+        "--commit-filter", "--tag-name-filter", "--setup",
+    ),
+}  # fmt: skip
+"""Options of a subcommand whose value is a command git runs (a value taken as a shell line)."""
 
 
 def git_rule(call: Call) -> None:
@@ -26,6 +55,7 @@ def git_rule(call: Call) -> None:
     args = call.args
     index = 0
     scope = call.scope.copy()
+    settings: list[tuple[str, Word]] = []
     while index < len(args):
         value = args[index].value
         call.handled.add(index)
@@ -37,10 +67,20 @@ def git_rule(call: Call) -> None:
             setting = args[index + 1]
             key, equals, _ = setting.value.partition("=")
             if equals:
-                check_git_setting(key, drop_prefix(setting, len(key) + 1), scope, call.env)
+                setting_value = drop_prefix(setting, len(key) + 1)
+                check_git_setting(key, setting_value, scope, call.env)
+                settings.append((key, setting_value))
             call.handled.add(index + 1)
             index += 2
-        elif value in ("--config-env", "--namespace", "--exec-path", "--super-prefix"):
+        elif value.startswith("--config-env"):
+            key = (value.partition("=")[2] or _value(args, index + 1)).partition("=")[0]
+            if git_key_runs_code(key) or _PUSH_CONFIG.fullmatch(key):
+                call.env.flag(INLINE)  # a command from an environment variable
+            index += 1 if "=" in value else 2
+        elif value.startswith("--exec-path="):
+            call.env.flag(INLINE)  # git's own programs from another directory
+            index += 1
+        elif value in ("--namespace", "--super-prefix"):
             call.handled.add(index + 1)
             index += 2
         elif value in ("--git-dir", "--work-tree") and index + 1 < len(args):
@@ -55,10 +95,15 @@ def git_rule(call: Call) -> None:
         return
     rest = args[index + 1 :]
     call.handled.update(range(index, len(args)))
-    if args[index].value == "push":
-        _git_push(call, rest)
-    elif args[index].value == "config":
+    subcommand = args[index].value
+    if not args[index].is_static:
+        call.env.flag(UNPARSABLE)  # a subcommand chosen at run time
+    elif subcommand in ("push", "send-pack"):
+        _git_push(call, rest, settings, subcommand)
+    elif subcommand == "config":
         _git_config(call, rest, scope)
+    else:
+        _runs_commands(call, subcommand, rest, scope)
     inner = Call(call.name, rest, scope, call.env, call.facts)
     skip_next = False
     for word in rest:
@@ -71,32 +116,130 @@ def git_rule(call: Call) -> None:
             check_lenient(inner, word)
 
 
+def _value(args: list[Word], index: int) -> str:
+    return args[index].value if index < len(args) else ""
+
+
+def _runs_commands(call: Call, subcommand: str, rest: list[Word], scope: Scope) -> None:
+    """Subcommands that run a command given on the line."""
+    if subcommand == "rebase":
+        parsed = split_args(
+            rest,
+            short_values="xsXC",
+            long_values=frozenset({"--exec", "--onto", "--strategy", "--strategy-option"}),
+            known_long=LONG_OPTIONS["git rebase"],
+        )
+        for _, command in parsed.values("-x", "--exec"):
+            command_string(command, scope, call.env)
+        if any(o.name == "--exec" and o.value is None for o in parsed.options):
+            call.env.flag(UNPARSABLE)  # an ambiguous prefix of --exec
+    elif subcommand in ("submodule", "bisect"):
+        verb = "foreach" if subcommand == "submodule" else "run"
+        words = [word.value for word in rest]
+        if verb not in words:
+            return
+        after = rest[words.index(verb) + 1 :]
+        _command_words(call, [w for w in after if w.value != "--recursive"], scope)
+    elif subcommand == "grep":
+        for word in rest:
+            name, equals, _ = word.value.partition("=")
+            if equals and "--open-files-in-pager".startswith(name) and len(name) > 3:
+                command_string(drop_prefix(word, len(name) + 1), scope, call.env)
+            elif word.value.startswith("-O") and len(word.value) > 2:
+                command_string(drop_prefix(word, 2), scope, call.env)
+    elif subcommand in _COMMAND_OPTIONS:
+        names = _COMMAND_OPTIONS[subcommand]
+        for position, word in enumerate(rest):
+            name, equals, _ = word.value.partition("=")
+            if not (name in names or (name.startswith("--") and _prefix_of(name, names))):
+                continue
+            if name == "--template":
+                call.env.flag(INLINE)  # hooks copied from a template directory
+            elif equals:
+                command_string(drop_prefix(word, len(name) + 1), scope, call.env)
+            elif position + 1 < len(rest):
+                command_string(rest[position + 1], scope, call.env)
+            else:
+                call.env.flag(UNPARSABLE)
+        for position, word in enumerate(rest[:-1]):
+            if word.value in ("-c", "--config") and subcommand == "clone":
+                key, equals, _ = rest[position + 1].value.partition("=")
+                if equals:
+                    setting = drop_prefix(rest[position + 1], len(key) + 1)
+                    check_git_setting(key, setting, scope, call.env)
+
+
+def _prefix_of(name: str, options: tuple[str, ...]) -> bool:
+    return len(name) > 3 and any(option.startswith(name) for option in options)
+
+
+def _command_words(call: Call, command: list[Word], scope: Scope) -> None:
+    """``submodule foreach CMD…``, ``bisect run CMD…``: git runs them through the shell."""
+    if not command:
+        return
+    if len(command) == 1:
+        command_string(command[0], scope, call.env)
+    elif all(word.is_static for word in command):
+        call.env.nested_script(" ".join(word.value for word in command), scope.cwd)
+    else:
+        call.env.flag(INLINE)
+
+
 def _git_config(call: Call, rest: list[Word], scope: Scope) -> None:
-    """``git config [--global] key value``: a key that runs commands stores code for later."""
-    args = split_args(rest, short_values="f", long_values=frozenset({"--file", "--type"}))
+    """``git config [--global|--file F] [set|--add] key value``: a key that runs commands stores
+    code for later, and a remote's mirror or push refspec makes a later push a forced one."""
+    args = split_args(
+        rest,
+        short_values="f",
+        long_values=frozenset({"--file", "--type", "--blob", "--default", "--comment"}),
+    )
     operands = [word for _, word in args.positionals]
+    if operands and operands[0].value in ("set", "add", "replace-all"):
+        operands = operands[1:]
     if len(operands) >= 2:
-        check_git_setting(operands[0].value, operands[1], scope, call.env)
+        key = operands[0].value
+        check_git_setting(key, operands[1], scope, call.env)
+        if _PUSH_CONFIG.fullmatch(key) or not operands[0].is_static:
+            call.env.flag(INLINE)
 
 
-def _git_push(call: Call, rest: list[Word]) -> None:
+def _git_push(call: Call, rest: list[Word], settings: list[tuple[str, Word]], sub: str) -> None:
+    program = "git " + sub
     args = split_args(
         rest,
         short_values="o",
         long_values=frozenset({"--repo", "--receive-pack", "--exec", "--push-option"}),
+        known_long=LONG_OPTIONS[program],
     )
-    force = args.has("-f", "--force", "--force-with-lease") or args.has("--mirror")
+    if args.unknown and program in STRICT:
+        call.env.flag(UNPARSABLE)
+    for _, command in args.values("--receive-pack", "--exec"):
+        command_string(command, call.scope, call.env)  # runs locally for a path remote
+    configured: list[Word] = []
+    mirror = args.has("--mirror")
+    for key, value in settings:
+        kind = _PUSH_CONFIG.fullmatch(key)
+        if kind is not None and kind.group(1).lower() == "mirror":
+            mirror |= value.value.lower() not in ("false", "no", "off", "0")
+        elif kind is not None:
+            configured.append(value)
+    force = args.has("-f", "--force", "--force-with-lease", "--force-if-includes")
     delete = args.has("-d", "--delete")
-    refspecs = [word for _, word in args.positionals[1:]]
+    every = args.has("--all", "--branches")
+    refspecs = [word for _, word in args.positionals[1:]] or configured
+    protected = deny_label("force_push_protected")
+    if mirror or (force and every) or (args.has("--prune") and _prunes_widely(refspecs)):
+        call.env.flag(protected)
+        return
     if not refspecs:
         # The current branch (or every branch): which one cannot be told from here.
-        if args.has("--mirror") or (force and not args.has("--tags")):
-            call.env.flag(deny_label("force_push_protected"))
+        if force and not args.has("--tags"):
+            call.env.flag(protected)
         return
     for word in refspecs:
         if not word.is_static:
-            if force or delete:
-                call.env.flag(deny_label("force_push_protected"))
+            if force or delete or "+" in word.raw:
+                call.env.flag(protected)
             continue
         spec = word.value
         plus = spec.startswith("+")
@@ -107,12 +250,19 @@ def _git_push(call: Call, rest: list[Word]) -> None:
         forced = force or plus
         deleting = delete or (bool(colon) and not source)
         if (forced or deleting) and (
-            destination in ("", "HEAD", "@") or is_protected_branch(destination)
+            destination in ("", "HEAD", "@")
+            or _GLOB.search(destination)
+            or is_protected_branch(destination)
         ):
-            call.env.flag(deny_label("force_push_protected"))
+            call.env.flag(protected)
+
+
+def _prunes_widely(refspecs: list[Word]) -> bool:
+    """``--prune`` deletes remote refs without a local one: every ref a glob refspec covers."""
+    return not refspecs or any(not w.is_static or _GLOB.search(w.value) for w in refspecs)
 
 
 def is_protected_branch(name: str) -> bool:
     """main, master, production, release* (``refs/heads/`` ignored, any case)."""
-    branch = name.removeprefix("refs/heads/").lower()
+    branch = name.lower().removeprefix("refs/").removeprefix("heads/")
     return branch in PROTECTED_BRANCHES or branch.startswith("release")

@@ -28,8 +28,10 @@ __all__ = [
 ]
 
 SHELLS = frozenset(
-    {"sh", "bash", "zsh", "dash", "ksh", "mksh", "ash", "yash", "posh", "fish", "csh", "tcsh"}
-)
+    {"sh", "bash", "zsh", "dash", "ksh", "mksh", "ash", "yash", "posh", "fish", "csh", "tcsh",
+     "rbash", "ksh93", "pdksh", "oksh", "loksh", "xonsh", "elvish", "nu", "osh", "ysh", "oil",
+     "rc", "es", "ion", "murex", "hush", "msh"}
+)  # fmt: skip
 
 
 @dataclass(frozen=True, slots=True)
@@ -85,6 +87,18 @@ _PERL = Interpreter(inline="eE", values="I", attached="ixdDCMm", digits="l0")
 _RUBY = Interpreter(inline="e", values="IrCEF", attached="WTKx", digits="0")
 _PHP = Interpreter(inline="rRBE", values="cdzt", script="f")
 _SIMPLE_E = Interpreter(inline="e", values="l")
+_SCRIPT_ONLY = Interpreter()
+"""tclsh, wish: the first operand is the script; none means stdin."""
+_EXPECT = Interpreter(inline="c", values="fD", script="f")
+_GUILE = Interpreter(inline="c", values="lLxeC", script="s")
+_SBCL = Interpreter(
+    inline_long=frozenset({"--eval"}),
+    long_values=frozenset(
+        {"--load", "--core", "--dynamic-space-size", "--control-stack-size", "--tls-limit"}
+    ),
+)
+_LISP = Interpreter(inline="xe", values="iMmlqcL")
+_JULIA = Interpreter(inline="eE", values="JCLOpt", inline_long=frozenset({"--eval", "--print"}))
 
 _BY_NAME: dict[str, Interpreter] = {
     **dict.fromkeys(SHELLS, _SHELL),
@@ -93,6 +107,24 @@ _BY_NAME: dict[str, Interpreter] = {
     "bun": _NODE,
     "ruby": _RUBY,
     "osascript": _SIMPLE_E,
+    "tclsh": _SCRIPT_ONLY,
+    "wish": _SCRIPT_ONLY,
+    "jimsh": _SCRIPT_ONLY,
+    "expect": _EXPECT,
+    "guile": _GUILE,
+    "sbcl": _SBCL,
+    "clisp": _LISP,
+    "ecl": _LISP,
+    "racket": _LISP,
+    "gosh": _LISP,
+    "chicken": _LISP,
+    "csi": _LISP,
+    "julia": _JULIA,
+    "irb": _SCRIPT_ONLY,
+    "jshell": _SCRIPT_ONLY,
+    "ghci": _SCRIPT_ONLY,
+    "runghc": _SCRIPT_ONLY,
+    "gnuplot": _SIMPLE_E,
     "Rscript": _SIMPLE_E,
     "R": _SIMPLE_E,
 }

@@ -121,6 +121,14 @@ LONG_OPTIONS: Mapping[str, frozenset[str]] = {
         "load-cookies save-headers content-disposition trust-server-names default-page "
         "backups backup-converted adjust-extension"
     ),
+    "make": _table(
+        f"{_COREUTILS} always-make directory debug environment-overrides eval file makefile "
+        "ignore-errors include-dir jobs keep-going load-average max-load check-symlink-times "
+        "just-print dry-run recon old-file assume-old output-sync print-data-base question "
+        "no-builtin-rules no-builtin-variables shuffle silent quiet no-silent stop "
+        "no-keep-going touch trace print-directory no-print-directory what-if new-file "
+        "assume-new warn-undefined-variables jobserver-style jobserver-auth"
+    ),
     "git push": _table(
         "help all branches prune mirror dry-run porcelain delete tags follow-tags signed "
         "atomic push-option receive-pack exec force-with-lease force-if-includes force repo "

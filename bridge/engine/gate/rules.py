@@ -15,6 +15,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 
+from .command_options import COMMAND_OPTION_RULES
 from .context import (
     OUTSIDE,
     UNPARSABLE,
@@ -208,6 +209,8 @@ def _permissions(call: Call) -> None:
         else:
             recursive |= "R" in value
     workspace = call.workspace
+    if recursive and call.from_xargs:
+        call.env.flag(OUTSIDE)  # more targets come from stdin
     for index, word in targets:
         call.handled.add(index)
         target = call.target(word)
@@ -223,6 +226,14 @@ def _permissions(call: Call) -> None:
             call.env.flag(rule)
         else:
             call.env.flag(OUTSIDE)
+
+
+_UNKNOWN = Word("{}", (Part("dyn", ""),))
+
+
+def _inside(call: Call, word: Word) -> bool:
+    target = call.target(word)
+    return target is not None and call.workspace.within(target.path)
 
 
 def _find(call: Call) -> None:
@@ -250,7 +261,14 @@ def _find(call: Call) -> None:
                 end += 1
             command = args[index + 1 : end]
             call.handled.update(range(index, end + 1))
-            if command and call.env.check_argv(command, call.scope.copy()).deletes:
+            inside = all(_inside(call, word) for _, word in roots)
+            scope = call.scope.copy()
+            if not inside:
+                # "{}" is each file found: a path under roots outside the workspace.
+                command = [_UNKNOWN if "{}" in word.value else word for word in command]
+                if value in ("-execdir", "-okdir"):
+                    scope.cwd = None
+            if command and call.env.check_argv(command, scope).deletes:
                 delete = True
             index = end
         elif value in ("-fprint", "-fprint0", "-fls", "-fprintf") and index + 1 < len(args):
@@ -323,6 +341,10 @@ def _curl(call: Call) -> None:
         check_write(call, index, word)
     for _, word in args.values("-o", "--output"):
         _note_download(call, word)
+    if args.has("-O", "--remote-name", "--remote-name-all"):
+        directory = [word.value for _, word in args.values("--output-dir")]
+        urls = [word for _, word in args.positionals] + [w for _, w in args.values("--url")]
+        _note_remote_names(call, urls, directory[-1] if directory else "")
     for index, word in args.values(
         "-d",
         "--data",
@@ -375,6 +397,10 @@ def _wget(call: Call) -> None:
         call.handled.add(index)
     for _, word in args.values("-O", "--output-document"):
         _note_download(call, word)
+    if not args.has("-O", "--output-document"):
+        prefix = [word.value for _, word in args.values("-P", "--directory-prefix")]
+        urls = [word for _, word in args.positionals]
+        _note_remote_names(call, urls, prefix[-1] if prefix else "", default="index.html")
 
 
 _WGET_LONG = frozenset(
@@ -388,6 +414,21 @@ def _note_download(call: Call, word: Word) -> None:
     target = call.target(word)
     if target is not None and not target.subtree:
         call.env.note_download(target.path)
+
+
+def _note_remote_names(call: Call, urls: list[Word], directory: str, *, default: str = "") -> None:
+    """``curl -O URL``, ``wget URL``: the download is saved under the URL's last segment."""
+    for url in urls:
+        if not url.is_static:
+            continue
+        path = url.value.split("#", 1)[0].split("?", 1)[0]
+        if "://" in path:
+            path = path.split("://", 1)[1]
+            path = path.partition("/")[2]
+        name = path.rsplit("/", 1)[-1] or default
+        if name:
+            saved = f"{directory.rstrip('/')}/{name}" if directory else name
+            _note_download(call, Word(saved, (Part("lit", saved),)))
 
 
 def _downloader(call: Call) -> None:
@@ -448,4 +489,5 @@ _RULES: dict[str, Rule] = {
     "ag": _pattern_first("ABCGgmp", _GREP_LONG),
     "ack": _pattern_first("ABCm", _GREP_LONG),
     **dict.fromkeys(("echo", "printf", ":", "true", "false"), _no_paths),
+    **COMMAND_OPTION_RULES,
 }

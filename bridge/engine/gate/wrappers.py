@@ -212,7 +212,13 @@ def _xargs(args: list[Word], scope: Scope, env: CommandEnv) -> Unwrapped:
         ),
         first_positional_ends=True,
     )
-    return (_rest(args, parsed) or [Word("echo", ())]), scope
+    rest = _rest(args, parsed) or [Word("echo", ())]
+    replace = [word.value for _, word in parsed.values("-I", "--replace")]
+    replace += ["{}"] if parsed.has("-i") else []
+    if any(marker and marker in rest[0].value for marker in replace) or not rest[0].is_static:
+        env.flag(UNPARSABLE)  # the program itself comes from the input
+        return None, scope
+    return rest, scope
 
 
 def _watch(args: list[Word], scope: Scope, env: CommandEnv) -> Unwrapped:
@@ -247,12 +253,24 @@ def _screen(args: list[Word], scope: Scope, env: CommandEnv) -> Unwrapped:
     parsed = split_args(args, short_values="SscpTtehX", first_positional_ends=True)
     if parsed.has("-d", "-D") and parsed.has("-m"):
         env.flag(BACKGROUND)
+    if parsed.has("-X"):
+        env.flag(INLINE)  # a command sent to a running session ("stuff" types keys)
     return _rest(args, parsed), scope
+
+
+_TMUX_CODE = frozenset(
+    {"send-keys", "send", "run-shell", "run", "split-window", "splitw", "respawn-pane",
+     "respawnp", "respawn-window", "respawnw", "display-popup", "popup", "if-shell", "if",
+     "pipe-pane", "pipep", "source-file", "source", "set-hook", "bind-key", "bind",
+     "command-prompt", "confirm-before", "confirm", "display-menu", "menu"}
+)  # fmt: skip
 
 
 def _tmux(args: list[Word], scope: Scope, env: CommandEnv) -> Unwrapped:
     parsed = split_args(args, short_values="LSfcT", first_positional_ends=True)
     rest = _rest(args, parsed)
+    if rest and rest[0].value in _TMUX_CODE:
+        env.flag(INLINE)  # keys typed into a session, a hook, a shell command: unseen code
     if not rest or rest[0].value not in ("new", "new-session", "new-window", "neww"):
         return None, scope
     inner = split_args(rest[1:], short_values="cnstxyeF", first_positional_ends=True)
