@@ -16,7 +16,7 @@ from .paths import (
     reaches_hidden,
     resolve,
 )
-from .shell_lexer import Word
+from .shell_lexer import Part, Word
 from .words import drop_prefix
 
 __all__ = [
@@ -257,29 +257,60 @@ def check_secret_words(words: Iterable[Word], cwd: str | None, env: CommandEnv) 
     Every word counts, whatever the program: a path is a path to ``cat``, ``cp``, ``tar`` and
     ``ssh -i`` alike, and which arguments a program reads as paths is not ours to guess. Besides
     the word itself, the value of ``name=value`` or ``--opt=value`` counts (``dd if=…``,
-    ``--key-file=~/.ssh/id``). A relative word is resolved against ``cwd``; a glob that can match
-    a hidden path names it (:func:`.paths.reaches_hidden`).
+    ``--key-file=~/.ssh/id``), judged as the start of a longer path (``d=~/.ss; cat ${d}h/id``).
+    A relative word is resolved against ``cwd``, and a plain one (no glob, no run-time part) also
+    against every directory the same command names (``tar cf s.tar -C ~ .ssh``: which option
+    changes the directory is the program's). A glob that can match a hidden path names it (:func:`.paths.reaches_hidden`).
     """
-    secrets = env.workspace.secrets
-    if not secrets:
+    workspace = env.workspace
+    if not workspace.secrets:
         return
+    words = list(words)
+    bases = [cwd, *_named_directories(words, cwd, workspace.home)]
     for word in words:
-        if _names_hidden(word, cwd, env.workspace):
+        if _names_hidden(word, bases, workspace):
             env.flag(SECRET)
             return
 
 
-def _names_hidden(word: Word, cwd: str | None, workspace: Workspace) -> bool:
-    candidates = [word]
+_MAX_BASES = 8
+
+
+def _named_directories(words: list[Word], cwd: str | None, home: str) -> list[str]:
+    """The paths a command names (absolute, or climbing with ``..``), as bases for its other
+    words."""
+    bases: list[str] = []
+    for word in words:
+        value = _home_expanded(word.value, home)
+        if not word.is_static or not (value.startswith("/") or value.split("/")[0] == ".."):
+            continue
+        target = resolve(Word(value, (Part("lit", value),)), cwd, strict=True)
+        if target is not None and target.path not in bases:
+            bases.append(target.path)
+        if len(bases) == _MAX_BASES:
+            break
+    return bases
+
+
+def _home_expanded(value: str, home: str) -> str:
+    return home + value[1:] if value == "~" or value.startswith("~/") else value
+
+
+def _names_hidden(word: Word, bases: list[str | None], workspace: Workspace) -> bool:
+    """``word`` (relative: under any of ``bases``) names a hidden path."""
+    candidates = [[(part.kind, part.text) for part in word.parts]]
     value = word.value
     equals = value.find("=")
     if equals > 0:
-        candidates.append(drop_prefix(word, equals + 1))
-    for candidate in candidates:
-        pieces = [(part.kind, part.text) for part in candidate.parts]
-        if pieces and pieces[0][0] == "lit" and pieces[0][1].startswith("~/"):
+        after = [(part.kind, part.text) for part in drop_prefix(word, equals + 1).parts]
+        candidates.append([*after, ("dyn", "")])  # a value may be the start of a longer path
+    for pieces in candidates:
+        if pieces and pieces[0][0] == "lit":
             # not expanded by bash after "--opt=", but the program may do it itself
-            pieces[0] = ("lit", workspace.home + pieces[0][1][1:])
-        if reaches_hidden(pieces, cwd, workspace.secrets):
-            return True
+            pieces[0] = ("lit", _home_expanded(pieces[0][1], workspace.home))
+        absolute = bool(pieces) and pieces[0][0] == "lit" and pieces[0][1].startswith("/")
+        plain = all(kind == "lit" for kind, _ in pieces)  # a glob is judged in the cwd only
+        for base in bases if plain and not absolute else bases[:1]:
+            if reaches_hidden(pieces, base, workspace.secrets):
+                return True
     return False

@@ -24,6 +24,7 @@ content anyway.
 
 from __future__ import annotations
 
+import functools
 import posixpath
 import re
 from collections.abc import Sequence
@@ -176,7 +177,8 @@ class Workspace:
 _ANY_NAME = re.compile(r".*", re.DOTALL)
 
 
-def _component(pieces: list[tuple[str, str]]) -> tuple[re.Pattern[str], bool] | None:
+@functools.lru_cache(maxsize=1024)
+def _component(pieces: tuple[tuple[str, str], ...]) -> tuple[re.Pattern[str], bool] | None:
     """One path component of a pattern as a regex, and whether it may match a leading dot.
 
     ``pieces`` are (kind, text) with kind ``lit`` or ``glob`` (``*``, ``?``, ``[``, or ``{`` of a
@@ -211,13 +213,21 @@ def _split(pieces: list[tuple[str, str]]) -> list[list[tuple[str, str]]]:
     return [component for component in components if component]
 
 
-def _reaches(components: list[list[tuple[str, str]]], names: list[str]) -> bool:
-    """The pattern's components match ``names`` (a hidden path) from the start, or go below it."""
+def _reaches(
+    components: list[list[tuple[str, str]]], names: list[str], stem: str | None = None
+) -> bool:
+    """The pattern's components match ``names`` (a hidden path) from the start, or go below it.
+
+    ``stem``: the literal start of one more component a run-time part completes (``~/.ss$X``,
+    ``d=~/.ss; cat ${d}h``): it reaches the hidden path when it starts the hidden path's *last*
+    name after every earlier component matched. A stem of an earlier name (``~/.conf$X`` for
+    ``~/.config/gh``) is only an ancestor's (as ``~/$X`` is).
+    """
     index = 0
     for component in components:
         if index == len(names):
             return True  # the hidden path matched: the rest lies below it
-        compiled = _component(component)
+        compiled = _component(tuple(component))
         if compiled is None:
             continue  # "**": only its zero-depth reading is checked (an ancestor otherwise)
         regex, dot = compiled
@@ -225,7 +235,9 @@ def _reaches(components: list[list[tuple[str, str]]], names: list[str]) -> bool:
         if (name.startswith(".") and not dot) or not regex.fullmatch(name):
             return False
         index += 1
-    return index == len(names)
+    if stem and index == len(names) - 1 and names[index].startswith(stem):
+        return True
+    return index >= len(names)
 
 
 def reaches_hidden(
@@ -236,10 +248,16 @@ def reaches_hidden(
     Args:
         pieces: the pattern as (kind, text): ``lit`` text, ``glob`` characters, ``dyn`` for a
             run-time part (the pattern is judged by what comes before it: an unknown part could
-            be anything, and only a prefix that already reached a hidden path is a denial).
+            be anything, and only a prefix that already reached a hidden path, or split the
+            hidden path's last name, is a denial).
         cwd: the directory a relative pattern is relative to (None: unknown, never a denial).
         secrets: the hidden paths, absolute and normalised.
     """
+    if all(kind != "glob" and kind != "dyn" for kind, _ in pieces):
+        text = "".join(text for _, text in pieces)  # the common case: a plain path
+        if not text or (not text.startswith("/") and cwd is None):
+            return False
+        return _under_any(normalise(posixpath.join(cwd or "/", text)), _index(tuple(secrets))[0])
     static: list[tuple[str, str]] = []
     cut = False
     for kind, text in pieces:
@@ -254,14 +272,52 @@ def reaches_hidden(
             return False
         static.insert(0, ("lit", cwd.rstrip("/") + "/"))
     components = _split(static)
+    stem: str | None = None
     if cut and not (static[-1][0] == "lit" and static[-1][1].endswith("/")):
-        components.pop()  # the component the run-time part is in could be any name
+        # The component the run-time part is in could be any name that starts as it does.
+        partial = components.pop()
+        if all(kind == "lit" for kind, _ in partial):
+            stem = "".join(text for _, text in partial)
     components = _fold(components)
+    literal: list[str] = []  # the leading components without a glob: only secrets there count
+    for component in components:
+        if any(kind != "lit" for kind, _ in component):
+            break
+        literal.append("".join(text for _, text in component))
+    prefix = "/" + "/".join(literal)
+    exact, ancestors = _index(tuple(secrets))
+    if not (prefix in ancestors or _under_any(prefix, exact)):
+        return False  # no hidden path lies below or above where the pattern starts to vary
     for secret in secrets:
+        if not (is_under(secret, prefix) or is_under(prefix, secret)):
+            continue
         names = [name for name in secret.split("/") if name]
-        if _reaches(components, names):
+        if _reaches(components, names, stem):
             return True
     return False
+
+
+@functools.lru_cache(maxsize=16)
+def _index(secrets: tuple[str, ...]) -> tuple[frozenset[str], frozenset[str]]:
+    """The hidden paths as a set, and the set of their proper ancestors (``/``, ``/home``, …)."""
+    ancestors: set[str] = set()
+    for secret in secrets:
+        parent = posixpath.dirname(secret)
+        while parent not in ancestors and parent != secret:
+            ancestors.add(parent)
+            secret, parent = parent, posixpath.dirname(parent)
+    return frozenset(secrets), frozenset(ancestors)
+
+
+def _under_any(path: str, exact: frozenset[str]) -> bool:
+    """``path`` is one of ``exact`` or lies below one (walking up its ancestors)."""
+    while True:
+        if path in exact:
+            return True
+        parent = posixpath.dirname(path)
+        if parent == path:
+            return False
+        path = parent
 
 
 def _fold(components: list[list[tuple[str, str]]]) -> list[list[tuple[str, str]]]:

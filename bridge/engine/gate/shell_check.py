@@ -237,6 +237,7 @@ class ShellChecker:
                 self.flag(INLINE)  # a[x]=1: the subscript is arithmetic
             value = drop_prefix(word, len(word.value) - len(word.value.partition("=")[2]))
             note_assignment(name, value, self._integers)
+        check_secret_words(command.assignments, scope.cwd, self)
         stdin = self._redirects(command.redirects, scope, stdin)
         if not command.words:
             return Facts()
@@ -247,7 +248,7 @@ class ShellChecker:
             return Facts()
         if not argv:
             return Facts()  # "{,}": brace expansion left no word, so nothing runs
-        check_secret_words((*command.assignments, *argv), scope.cwd, self)
+        check_secret_words(argv, scope.cwd, self)
         facts = check_argv(argv, scope, self)
         if facts.download:
             self._note_saved_output(command.redirects, scope)
