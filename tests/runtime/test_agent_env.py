@@ -37,6 +37,7 @@ def make(
     agents: tuple[AgentConfig, ...],
     records: list[SessionRecord],
     clock: FakeClock | None = None,
+    secrets: tuple[str, ...] = (),
 ) -> tuple[AgentEnvironment, list[Input]]:
     settings = Settings(
         home=tmp_path / "home",
@@ -54,6 +55,7 @@ def make(
             machine="box",
             roots=(ROOT,),
             home=str(tmp_path),
+            secrets=secrets,
             agents=tuple(ConfiguredAgent(a.agent_id, a.label) for a in agents),
         ),
         EngineState(sessions=records),
@@ -133,6 +135,16 @@ def test_claude_codes_plan_file_is_claude_codes_alone(
     assert env.tool_check("s-cc", "Write", plan) is None
     verdict = env.tool_check("s-oc", "Write", plan)
     assert verdict is not None and verdict[0] in ("ask", "deny")
+
+
+def test_the_hook_denies_a_hidden_path_whatever_the_mode(tmp_path: Path) -> None:
+    secret = f"{ROOT}/.codedeck"
+    records = [session_record("s-cc", ROOT, permission_mode="plan")]
+    env, fed = make(tmp_path, (), records, secrets=(secret,))
+    verdict = env.tool_check("s-cc", "Bash", {"command": f"cat {secret}/bridge.db"})
+    assert verdict is not None and verdict[0] == "deny" and "deny_list:secret_path" in verdict[1]
+    assert env.tool_check("s-cc", "Read", {"file_path": f"{ROOT}/README.md"}) is None
+    assert len(fed) == 1  # the block is fed to the engine for the audit log
 
 
 class LiveModels:

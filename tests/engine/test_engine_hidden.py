@@ -1,9 +1,11 @@
-"""A ``create-session`` whose cwd can never work ends in ``session-failed`` with the reason.
+"""The engine and the hidden paths of its config: sessions never start in one, tools never name one.
 
-The engine refuses what it can tell without the disk (a NUL byte, a path too long for any
-filesystem, a folder inside a hidden path) before any runner starts; the runtime fails the rest
-(:mod:`tests.runtime.test_session_cwd`). Either way the phone reads why, and no session is left
-``starting``.
+A ``create-session`` whose cwd can never work ends in ``session-failed`` with the reason: the
+engine refuses what it can tell without the disk (a NUL byte, a path too long for any filesystem,
+a folder inside a hidden path) before any runner starts; the runtime fails the rest
+(``tests/runtime/test_runners.py``). Either way the phone reads why, and no session is left
+``starting``. A tool call that names a hidden path is blocked by the session's broker, which
+takes the list from :class:`EngineConfig`.
 """
 
 from __future__ import annotations
@@ -11,8 +13,8 @@ from __future__ import annotations
 import pytest
 
 from bridge.engine.core import Engine, EngineConfig, EngineState
-from bridge.engine.effects import Commit, PairedPhone, StartRunner
-from bridge.engine.inputs import AgentFailed
+from bridge.engine.effects import AnswerPermission, Commit, PairedPhone, StartRunner
+from bridge.engine.inputs import AgentFailed, AgentReady, PermissionRequested
 from bridge.engine.sessions import MAX_CWD_LENGTH, PENDING_STATE, session_cwd_problem
 from bridge.nostr.nip44 import ConversationKeyCache, decrypt
 from bridge.protocol import CreateSessionCommand, SessionFailedMessage
@@ -100,3 +102,17 @@ def test_a_failure_reported_by_the_runtime_fails_the_pending_session() -> None:
     failed = engine.handle(AgentFailed(start.record.session_id, "missing does not exist"), NOW)
     assert published(failed) == [("session-failed", (PHONE.public_hex,))]
     assert engine.session(start.record.session_id) is None
+
+
+def test_the_broker_blocks_a_tool_call_naming_a_hidden_path() -> None:
+    engine = home_engine()
+    effects = engine.handle(command_event(CreateSessionCommand(cwd="proj")), NOW)
+    start = next(e for e in effects if isinstance(e, StartRunner))
+    session = start.record.session_id
+    engine.handle(AgentReady(session, "sdk-1", "m", f"{HOME}/proj"), NOW)
+    read_key = PermissionRequested(session, "tu-1", "Read", {"file_path": "~/.ssh/id_ed25519"})
+    [answer] = [e for e in engine.handle(read_key, NOW) if isinstance(e, AnswerPermission)]
+    assert not answer.allow and "deny_list:secret_path" in answer.message
+    read_notes = PermissionRequested(session, "tu-2", "Read", {"file_path": "~/notes.txt"})
+    [answer] = [e for e in engine.handle(read_notes, NOW) if isinstance(e, AnswerPermission)]
+    assert answer.allow  # the home is still the workspace for everything else
