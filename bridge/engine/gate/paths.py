@@ -189,7 +189,7 @@ def _component(pieces: tuple[tuple[str, str], ...]) -> tuple[re.Pattern[str], bo
     if all(kind == "glob" and text == "*" for kind, text in pieces) and len(pieces) >= 2:
         return None
     dot = bool(pieces) and pieces[0][0] == "lit" and pieces[0][1].startswith(".")
-    if any(kind == "glob" and text in "[{" for kind, text in pieces):
+    if any(kind == "glob" and text in ("[", "{") for kind, text in pieces):
         return _ANY_NAME, dot
     regex = "".join(
         re.escape(text) if kind == "lit" else (".*" if text == "*" else ".")
