@@ -152,7 +152,10 @@ def _source(call: Call) -> None:
     if not call.args:
         return
     script = call.args[0]
-    if call.env.downloads(script):
+    if not script.is_static and not call.env.downloads(script):
+        call.env.flag(UNPARSABLE)  # which file is sourced is only known at run time
+        call.handled.add(0)
+    elif call.env.downloads(script):
         call.env.flag(deny_label("curl_pipe_sh"))
         call.handled.add(0)
     elif script.value in _STDIN_SCRIPTS:

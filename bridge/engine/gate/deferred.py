@@ -56,6 +56,10 @@ def arithmetic_is_code(text: str, integers: set[str]) -> bool:
     ``=`` join it (their new value is a number whatever the right-hand side was, and that side
     was judged on its own).
     """
+    if ";" in text or "," in text:
+        # Evaluated left to right: "i=0; i<3; i++" reads i after it was assigned.
+        parts = re.split(r"[;,]", text)
+        return any([arithmetic_is_code(part, integers) for part in parts])
     assigned: list[str] = []
     risky = False
     index = 0

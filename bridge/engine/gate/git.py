@@ -174,15 +174,12 @@ def _prefix_of(name: str, options: tuple[str, ...]) -> bool:
 
 
 def _command_words(call: Call, command: list[Word], scope: Scope) -> None:
-    """``submodule foreach CMD…``, ``bisect run CMD…``: git runs them through the shell."""
-    if not command:
-        return
+    """``submodule foreach CMD…``, ``bisect run CMD…``: one word is a shell line, several are
+    a program and its arguments (git quotes them for the shell)."""
     if len(command) == 1:
         command_string(command[0], scope, call.env)
-    elif all(word.is_static for word in command):
-        call.env.nested_script(" ".join(word.value for word in command), scope.cwd)
-    else:
-        call.env.flag(INLINE)
+    elif command:
+        call.env.check_argv(command, scope.copy())
 
 
 def _git_config(call: Call, rest: list[Word], scope: Scope) -> None:
@@ -199,8 +196,8 @@ def _git_config(call: Call, rest: list[Word], scope: Scope) -> None:
     if len(operands) >= 2:
         key = operands[0].value
         check_git_setting(key, operands[1], scope, call.env)
-        if _PUSH_CONFIG.fullmatch(key) or not operands[0].is_static:
-            call.env.flag(INLINE)
+        if git_key_runs_code(key) or _PUSH_CONFIG.fullmatch(key) or not operands[0].is_static:
+            call.env.flag(INLINE)  # stored: it runs on later git commands, unseen
 
 
 def _git_push(call: Call, rest: list[Word], settings: list[tuple[str, Word]], sub: str) -> None:

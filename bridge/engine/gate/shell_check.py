@@ -158,12 +158,14 @@ class ShellChecker:
     def _pipeline(self, commands: tuple[Command, ...], scope: Scope, stdin: Stdin) -> Facts:
         facts = Facts()
         downloader = finder = False
+        integers = set(self._integers)  # every stage runs in a subshell
         for index, command in enumerate(commands):
             outer, self._stdin_download = self._stdin_download, downloader
             try:
                 stage = self._command(command, scope.copy(), stdin if index == 0 else "pipe")
             finally:
                 self._stdin_download = outer
+                self._integers.intersection_update(integers)
             if index == 0:
                 facts.stdin_program = stage.stdin_program
                 facts.xargs_delete = stage.xargs_delete
@@ -191,9 +193,12 @@ class ShellChecker:
             self._substitutions(word, scope)
         self._evaluated(command)
         inner = scope.copy() if command.kind == "subshell" else scope
+        integers = set(self._integers)
         facts = Facts()
         for body in command.bodies:
             facts.merge(self._script(body, inner, stdin))
+        if command.kind == "subshell":
+            self._integers.intersection_update(integers)  # its assignments do not leak out
         return self._stdin_program(facts, stdin)
 
     def _evaluated(self, command: Compound) -> None:
@@ -305,10 +310,12 @@ class ShellChecker:
                     if not _literal_heredoc(script):
                         self.flag(_SUBSTITUTION)
                     self._depth += 1
+                    integers = set(self._integers)
                     try:
                         download = self._script(script, scope.copy(), None).download
                     finally:
                         self._depth -= 1
+                        self._integers.intersection_update(integers)
             self._downloads[id(sub)] = (sub, download)
 
     def _redirects(self, redirects: tuple[Redirect, ...], scope: Scope, stdin: Stdin) -> Stdin:

@@ -26,7 +26,7 @@ from .context import (
 from .hooks import check_assignment
 from .labels import deny_label
 from .paths import resolve
-from .shell_lexer import ShellSyntaxError, Word, lex
+from .shell_lexer import Part, ShellSyntaxError, Word, lex
 from .words import Args, drop_prefix, split_args
 
 __all__ = ["WRAPPERS", "Unwrapped", "Wrapper", "command_string", "inline_shell"]
@@ -212,7 +212,7 @@ def _xargs(args: list[Word], scope: Scope, env: CommandEnv) -> Unwrapped:
         ),
         first_positional_ends=True,
     )
-    rest = _rest(args, parsed) or [Word("echo", ())]
+    rest = _rest(args, parsed) or [Word("echo", (Part("lit", "echo"),))]
     replace = [word.value for _, word in parsed.values("-I", "--replace")]
     replace += ["{}"] if parsed.has("-i") else []
     if any(marker and marker in rest[0].value for marker in replace) or not rest[0].is_static:
@@ -401,7 +401,7 @@ def _capsh(args: list[Word], scope: Scope, env: CommandEnv) -> Unwrapped:
     env.flag(PRIVILEGED)
     for index, word in enumerate(args):
         if word.value == "--":
-            return [Word("bash", ()), *args[index + 1 :]], scope
+            return [Word("bash", (Part("lit", "bash"),)), *args[index + 1 :]], scope
         if word.value.startswith(("--shell=", "==")):
             env.flag(UNPARSABLE)
             return None, scope
