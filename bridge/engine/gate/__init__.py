@@ -54,13 +54,18 @@ Deny rules (``deny_list:<rule>``, block in every mode):
   tee, cp or Write into one); /dev/null, /dev/zero, /dev/std*, /dev/tty, /dev/fd/* are fine.
 * ``fork_bomb`` — a function that calls itself in a pipeline or in the background.
 * ``curl_pipe_sh`` — curl, wget, fetch, http(ie), xh piped into an interpreter that reads its
-  program from stdin (sh, bash, zsh, python, perl, ruby, node, php, …, also behind sudo), or a
-  download given to one as code: ``bash <(curl …)``, ``sh -c "$(curl …)"``, ``eval "$(wget …)"``,
-  ``source <(curl …)``; or a file the same line downloaded (``curl -o x.sh``, ``wget -O x.sh``,
-  ``curl … > x.sh``) and then runs (``sh x.sh``, ``source x.sh``, ``./x.sh``).
-* ``force_push_protected`` — ``git push`` with ``-f``/``--force``/``--force-with-lease``/
-  ``--mirror`` or a ``+refspec``, or a delete (``--delete``, ``:branch``), whose destination is
-  main, master, production or release*, or cannot be told (no refspec, ``HEAD``, a variable).
+  program from stdin (sh, bash, zsh, dash, fish, xonsh, python, perl, ruby, node, php, tclsh,
+  expect, guile, sbcl, pwsh, ``sed -f -``, ``make -f -``, …, also behind sudo, ``env -S`` or
+  ``busybox``), or a download given to one as code: ``bash <(curl …)``, ``sh -c "$(curl …)"``,
+  ``eval "$(wget …)"``, ``source <(curl …)``; or a file the same line downloaded (``curl -o
+  x.sh``, ``curl -O URL`` and ``wget URL`` under the URL's name, ``curl … > x.sh``, ``curl … |
+  tee x.sh``) and then runs (``sh x.sh``, ``bash < x.sh``, ``source x.sh``, ``./x.sh``).
+* ``force_push_protected`` — ``git push`` or ``git send-pack`` with ``-f``/``--force``/
+  ``--force-with-lease``/``--force-if-includes`` (any abbreviation git accepts: ``--force-w``),
+  ``--mirror`` (or ``-c remote.<r>.mirror=true``), a ``+refspec`` (also from ``-c
+  remote.<r>.push``), ``--all`` with force, ``--prune`` over a glob, or a delete (``--delete``,
+  ``--dele``, ``:branch``), whose destination is main, master, production or release*, or
+  cannot be told (no refspec, ``HEAD``, a variable, a glob such as ``refs/heads/*``).
 * ``chmod_system``, ``chown_system``, ``chgrp_system`` — on ``/``, a system directory or a
   device, or recursively on the home or an ancestor of it.
 * ``find_delete_system`` — ``find`` over ``/``, a system directory or the home with ``-delete``
@@ -90,15 +95,45 @@ Floors (at least ``ask``):
 * ``background_process`` — ``&``, nohup, setsid, disown, coproc, ``sudo -b``, ``screen -dm``,
   ``tmux new -d``, and the Bash tool's ``run_in_background``.
 * ``unparsable_command`` — anything the lexer/parser cannot split safely (unterminated quotes,
-  a missing heredoc body, zsh-only syntax, nesting too deep, a line over 256 KiB), a command
-  name only known at run time (``$CMD args``), or a Bash input without a string command.
+  a missing heredoc body, zsh-only syntax, ``$[ … ]``, nesting too deep, a line over 256 KiB),
+  a command name only known at run time (``$CMD args``, ``git $SUB``, ``xargs -I{} {}``), a
+  sourced file only known at run time, a wrapper whose options cannot be read, a sed script the
+  parser cannot follow, a long option of rm/chmod/chown/chgrp/git push that matches none of the
+  program's (:mod:`.long_options`), or a Bash input without a string command.
 * ``inline_code`` — ``python -c``, ``node -e``/``-p``, ``perl -e``, ``ruby -e``, ``php -r``,
   ``lua -e``, ``osascript -e``, ``Rscript -e``, ``bash``/``sh``/``zsh``… ``-c``, ``su -c``,
   ``eval``, an interpreter fed its program through a pipe, heredoc or here-string
-  (``python3 <<EOF``), awk programs that run commands or write files, and settings that run
-  code later (:mod:`.hooks`): ``alias``, ``trap``, ``GIT_SSH_COMMAND=…``/``PAGER=…`` with more
-  than a program name, ``LD_PRELOAD``/``BASH_ENV``/``NODE_OPTIONS``…, ``git -c core.pager=…``,
-  ``git config alias.x '!…'`` (the code inside is checked too: a deny rule in it still blocks).
+  (``python3 <<EOF``), a file this line wrote and then runs (``echo … > x.sh; bash x.sh``), a
+  write into ``.git/hooks/`` or ``.git/config``, awk programs that run commands, read or write
+  files (``system()``, ``|``, ``print >``, ``getline <``), sed's ``e`` and ``s///e``, editor and
+  debugger commands (``vim -c``/``+cmd``/``-S``, ``emacs --eval``, ``gdb -ex``), ``make
+  --eval``, ``ssh`` with a remote command or ``-o ProxyCommand``/``LocalCommand``/``-F``,
+  ``at``/``batch``/``crontab``, ``systemd-run --on-*``, ``tmux send-keys``/``run-shell``,
+  ``screen -X``, ``parallel`` filled from its input, settings that run code later
+  (:mod:`.hooks`): ``alias``, ``trap``, ``GIT_SSH_COMMAND=…``/``PAGER=…`` with more than a
+  program name, ``LD_PRELOAD``/``LD_AUDIT``/``LD_LIBRARY_PATH``/``GCONV_PATH``/``BASH_ENV``/
+  ``ENV``/``SHELLOPTS``/``BASHOPTS``/``NODE_OPTIONS``…, ``BASH_FUNC_*``, ``PS0``–``PS4`` holding
+  an expansion, ``enable -f``, ``hash -p``, ``git -c core.pager=…``, ``git --exec-path=``,
+  ``git config`` of any key that holds a command (pager, editor, sshCommand, fsmonitor,
+  hooksPath, ``alias.*``, filter and diff drivers, credential helpers, ``remote.*.mirror``, …);
+  and text bash evaluates as code (:mod:`.deferred`) unless every value in it is a literal or an
+  integer this line assigned: ``(( x ))``, ``$(( x ))``, ``let``, ``[[ x -eq 1 ]]``, subscripts
+  (``a[i]=1``, ``${a[i]}``, ``printf -v``/``read``/``unset``/``declare`` of ``a[…]``),
+  ``declare -i``/``-n``, ``${x@P}``, ``${!x}``, substring offsets. Literal code inside any of
+  these is checked too: a deny rule in it still blocks.
+
+Commands that options or scripts run are judged like command lines of their own when they are
+literals (``tar --to-command='rm -rf ~'`` is ``rm_rf``) and ``inline_code`` when they are not:
+``find -exec``/``-execdir``/``-ok`` (``{}`` is an unknown path under roots outside the
+workspace), ``xargs``, ``git rebase -x``, ``git submodule foreach``, ``git bisect run``, ``git
+filter-branch --*-filter``, ``--upload-pack``/``--receive-pack``, ``git difftool -x``, ``git grep
+-O``, ``tar --checkpoint-action=exec=``/``--to-command``/``-I``/``--rsh-command``/``-F``, ``rsync
+-e``/``--rsync-path``, sed ``e COMMAND``, ``strace -o '|cmd'``, ``script -c``, ``sg``/``runuser``
+``-c``, ``entr -s``, ``watch``, ``env -S``. sed's ``w``/``W`` files are write targets and its
+``r``/``R`` files read targets; ``tar -x -C dir`` writes there. GNU long options are resolved the
+way the programs resolve them: a unique prefix is the option (``rm --recu``, ``chmod --rec``,
+``git push --dele``), and an ambiguous one stands for every option it could be, so a prefix of a
+dangerous option is always that option (:mod:`.long_options`).
 
 ``loop_detected`` (at least ``ask``): the same exact call three times in a row; see
 :mod:`.history`.
@@ -106,8 +141,11 @@ Floors (at least ``ask``):
 Shell lines are parsed by our own bash lexer and parser (``shell_lexer``, ``shell_parser``), not
 ``shlex``: every simple command of the line is checked — lists, pipelines, subshells, groups,
 if/while/for/case bodies, function bodies, substitutions, ``sh -c`` and ``eval`` strings — after
-looking through wrappers (sudo, env, command, exec, nice, time, timeout, xargs, nohup, setsid,
-stdbuf, ionice, watch, flock, uv/poetry/pipenv run, …). The verdict is the worst over them.
+looking through wrappers (:mod:`.wrappers`: sudo, env, command, builtin, exec, nice, time,
+timeout, xargs, nohup, setsid, stdbuf, ionice, watch, flock, taskset, chrt, strace, ltrace,
+script, unshare, nsenter, chroot, setpriv, capsh, numactl, cgexec, firejail, proot, faketime,
+catchsegv, valgrind, caffeinate, systemd-inhibit, systemd-run, xvfb-run, dbus-run-session,
+chronic, fakeroot, uv/poetry/pipenv run, …). The verdict is the worst over them.
 
 The lexer follows bash's expansion order where it matters for the verdict: brace expansion first
 (``{~,x}`` is the home, ``$HOME{a,b}`` is two unknown variables), then tilde and parameters. zsh
@@ -116,8 +154,13 @@ spellings that bash reads differently are taken the zsh way when that is the ris
 
 Known limits of a lexical, pure check: symlinks are not followed; functions and aliases defined
 outside the line are unknown; scripts and build files run by name (``./build.sh``, ``npm test``,
-``make``) are not read, nor files written by an earlier tool call; code inside ``python -c`` is
-flagged, not analysed; ``ssh host cmd`` runs elsewhere and is not judged.
+``make``, ``sed -f x.sed``, ``vim -es < x.vim``) are not read, nor files written by an earlier
+tool call, nor config a previous call stored (a ``remote.*.mirror`` set before makes a later
+plain ``git push`` a mirror push); code inside ``python -c`` is flagged, not analysed; ``ssh host
+cmd`` runs elsewhere and is only flagged; ``npx``/``uvx``-style runners that fetch a package
+and run it are ordinary commands; a long option of a program outside the tables, or one the
+tables do not list, is read as written; arithmetic on a variable set outside the line is code,
+even when it holds a number.
 """
 
 from .decide import (
