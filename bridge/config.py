@@ -26,6 +26,7 @@ from bridge.agent_config import (
     opencode_off_reason,
     parse_agents,
 )
+from bridge.sandbox.settings import SandboxConfigError, SandboxSettings, parse_sandbox
 
 __all__ = [
     "DEFAULT_EMBEDDED_RELAY",
@@ -57,8 +58,8 @@ _ENV_NAMES = {
     "transcript_keep_last": "CODEDECK_TRANSCRIPT_KEEP_LAST",
     "embedded_relay_max_mb": "CODEDECK_EMBEDDED_RELAY_MAX_MB",
 }
-_FILE_ONLY = frozenset({"agents"})
-"""Keys of config.toml with no flag or variable: the ``[agents.<id>]`` tables."""
+_FILE_ONLY = frozenset({"agents", "sandbox"})
+"""Keys of config.toml with no flag or variable: the ``[agents.<id>]`` and ``[sandbox]`` tables."""
 DEFAULT_TRANSCRIPT_KEEP_LAST = 5000
 DEFAULT_EMBEDDED_RELAY_MAX_MB = 512
 """The embedded relay's store cap (MiB of event JSON): far above what it keeps in use (replies
@@ -91,6 +92,8 @@ class Settings:
     embedded_relay_max_mb: int = DEFAULT_EMBEDDED_RELAY_MAX_MB
     agents: tuple[AgentConfig, ...] = ()
     """The ACP agents (OpenCode, any ``[agents.<id>]``): :mod:`bridge.agent_config`."""
+    sandbox: SandboxSettings = field(default_factory=SandboxSettings)
+    """``[sandbox]``: how agents are confined (:mod:`bridge.sandbox.settings`)."""
     origins: Mapping[str, str] = field(default_factory=dict)
 
     @property
@@ -380,6 +383,14 @@ def load_settings(
     if not any(agent.agent_id == OPENCODE_ID for agent in agents):
         origins["agents.opencode"] = opencode_off_reason(file_values.get("agents"), env)
 
+    try:
+        sandbox = parse_sandbox(file_values.get("sandbox"), source=str(home / CONFIG_FILE_NAME))
+    except SandboxConfigError as exc:
+        raise ConfigError(str(exc)) from None
+    origins["sandbox"] = (
+        f"file {home / CONFIG_FILE_NAME}" if "sandbox" in file_values else "default (on)"
+    )
+
     return Settings(
         home=home,
         relays=tuple(relays),
@@ -394,6 +405,7 @@ def load_settings(
         transcript_keep_last=keep_last,
         embedded_relay_max_mb=max_mb,
         agents=agents,
+        sandbox=sandbox,
         origins=origins,
     )
 

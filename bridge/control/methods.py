@@ -162,6 +162,8 @@ class StatusResult(TypedDict):
     """When the last phone command was processed, None before the first."""
     hosts: NotRequired[HostsSummary]
     """Since control protocol 1.1."""
+    sandbox: NotRequired[str]
+    """Whether sessions are sandboxed, and if not why and how to fix it."""
 
 
 class PairOpenResult(TypedDict):

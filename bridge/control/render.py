@@ -139,6 +139,8 @@ def render_status(status: Mapping[str, Any], *, now: float | None = None) -> lis
     hosts = status.get("hosts")
     if isinstance(hosts, Mapping):
         lines.append(f"  session hosts: {safe_text(hosts.get('running'))} running")
+    if status.get("sandbox"):
+        lines.append(f"  sandbox: {safe_text(status.get('sandbox'), limit=400)}")
     lines.append(f"  last command: {format_moment(status.get('lastCommandAt'), now=now)}")
     return lines
 

@@ -99,6 +99,8 @@ class AgentEvents:
             changes["model"] = event.model
         if event.cwd:
             changes["cwd"] = event.cwd
+        if event.sandboxed is not None and event.sandboxed != record.sandboxed:
+            changes["sandboxed"] = event.sandboxed
         self._heartbeat.mark_dirty(now)
         if state.pending:
             changes["state"] = "idle"

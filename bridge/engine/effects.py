@@ -149,6 +149,8 @@ class SessionRecord:
     """The agent the session runs (``claude``, or the id of an ``[agents.<id>]`` table)."""
     task: TaskPolicy | None = None
     """Set for the session of a Desiide task: the editor's tools and the task's policy."""
+    sandboxed: bool | None = None
+    """Whether its agent runs under the sandbox (as its host said); None before it started."""
 
 
 # --- store operations (only inside a Commit) -------------------------------------------------

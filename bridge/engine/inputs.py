@@ -168,6 +168,8 @@ class AgentReady:
     sdk_session_id: str | None = None
     model: str | None = None
     cwd: str | None = None
+    sandboxed: bool | None = None
+    """Whether the agent runs under the sandbox; None when this report does not say."""
 
 
 @record

@@ -83,6 +83,7 @@ def to_remote_info(
         providerLabel=provider_label if record.provider_id else None,
         backend=backend_of(record.agent),
         agent=record.agent,
+        sandboxed=record.sandboxed,
     )
 
 

@@ -36,6 +36,7 @@ from typing import Any, Final, Protocol
 
 from bridge.host.events import HostEvent, PermissionAsked
 from bridge.records import record
+from bridge.sandbox.policy import SandboxPolicy
 
 __all__ = [
     "VERDICTS",
@@ -72,6 +73,8 @@ class DriverSpec:
             never leave it).
         options: agent-specific settings (Claude Code: ``cli_path``, ``check_tools``; the
             scripted agent: ``log_dir``), JSON values only.
+        sandbox: run the agent (and every command the host runs for it) under this
+            bubblewrap policy; None runs it unconfined.
     """
 
     session_id: str
@@ -83,6 +86,7 @@ class DriverSpec:
     resume: bool = False
     env: Mapping[str, str] = field(default_factory=dict, repr=False)
     options: Mapping[str, Any] = field(default_factory=dict)
+    sandbox: SandboxPolicy | None = None
 
 
 @record

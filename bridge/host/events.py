@@ -84,6 +84,8 @@ class Ready:
     model: str | None = None
     cwd: str | None = None
     models: tuple[ModelChoice, ...] = ()
+    sandboxed: bool = False
+    """The agent runs under the sandbox (bubblewrap)."""
 
 
 @record
@@ -220,6 +222,7 @@ def encode_event(event: HostEvent) -> dict[str, Any]:
                 "model": event.model,
                 "cwd": event.cwd,
                 "models": [{"id": m.id, "label": m.label} for m in event.models],
+                "sandboxed": event.sandboxed,
             }
         case Failed():
             return {"t": "failed", "reason": event.reason}
@@ -284,6 +287,7 @@ def decode_event(raw: object) -> HostEvent:
             _opt_str(raw, "model"),
             _opt_str(raw, "cwd"),
             tuple(_model(item) for item in _list(raw, "models")),
+            raw.get("sandboxed") is True,
         )
     if kind == "failed":
         return Failed(_str(raw, "reason"))

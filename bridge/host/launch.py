@@ -18,6 +18,7 @@ import orjson
 from bridge.host.driver import DriverSpec
 from bridge.host.events import InterruptedInput
 from bridge.records import record
+from bridge.sandbox.policy import SandboxPolicy
 
 __all__ = [
     "AGENTS",
@@ -113,6 +114,7 @@ def encode_launch(spec: LaunchSpec) -> bytes:
                     "resume": driver.resume,
                     "env": dict(driver.env),
                     "options": dict(driver.options),
+                    "sandbox": _sandbox_json(driver.sandbox),
                 },
             }
         )
@@ -166,6 +168,7 @@ def decode_launch(line: bytes) -> LaunchSpec:
         resume=resume,
         env=env,
         options=options,
+        sandbox=_sandbox(d.get("sandbox")),
     )
     if not driver.session_id:
         raise LaunchError("driver.session_id must not be empty")
@@ -179,6 +182,42 @@ def decode_launch(line: bytes) -> LaunchSpec:
         seq_floor=floor,
         restart=_restart(raw.get("restart")),
     )
+
+
+_PATH_LISTS: Final = ("writable", "hidden_dirs", "hidden_files", "read_only")
+
+
+def _sandbox_json(policy: SandboxPolicy | None) -> dict[str, Any] | None:
+    if policy is None:
+        return None
+    out: dict[str, Any] = {"bwrap": policy.bwrap, "cwd": policy.cwd}
+    for name in _PATH_LISTS:
+        out[name] = list(getattr(policy, name))
+    return out
+
+
+def _sandbox(raw: object) -> SandboxPolicy | None:
+    """The sandbox policy of the launch spec: absolute paths only (a relative one would be
+    taken from the host's own directory, and an option-like one would be read by bwrap)."""
+    if raw is None:
+        return None
+    if not isinstance(raw, dict):
+        raise LaunchError("driver.sandbox must be an object or null")
+    lists: dict[str, tuple[str, ...]] = {}
+    for name in _PATH_LISTS:
+        value = raw.get(name, [])
+        if not isinstance(value, list) or not all(_absolute(p) for p in value):
+            raise LaunchError(f"driver.sandbox.{name} must be a list of absolute paths")
+        lists[name] = tuple(value)
+    bwrap, cwd = raw.get("bwrap"), raw.get("cwd")
+    if not _absolute(bwrap) or not _absolute(cwd):
+        raise LaunchError("driver.sandbox.bwrap and driver.sandbox.cwd must be absolute paths")
+    assert isinstance(bwrap, str) and isinstance(cwd, str)
+    return SandboxPolicy(bwrap=bwrap, cwd=cwd, **lists)
+
+
+def _absolute(value: object) -> bool:
+    return isinstance(value, str) and value.startswith("/") and "\0" not in value
 
 
 def _restart_json(order: RestartOrder | None) -> dict[str, Any] | None:

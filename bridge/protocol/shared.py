@@ -93,6 +93,7 @@ class RemoteSessionInfo(WireModel):
     providerLabel: Opt[Str] = None
     backend: Opt[SessionBackend] = None
     agent: Opt[Str] = None
+    sandboxed: Opt[Bool] = None
 
 
 class AgentSupports(WireModel):

@@ -23,6 +23,10 @@ tool call, and the model list.
   rules would allow: the verdict is :func:`~bridge.engine.gate.pre_tool_verdict` (pure, one
   failure policy: it never fails open). Telling whether a Write is Claude Code's own plan file
   is I/O (its config directory, symlinks), so it is checked here and passed in.
+- **The sandbox.** Every agent spawn is planned a sandbox (:mod:`bridge.sandbox`) from the
+  session's folder, the agent's own environment (its ``HOME``, ``CLAUDE_CONFIG_DIR``, ``XDG_*``)
+  and ``[sandbox]``; the disk is surveyed in a worker thread. Where bubblewrap cannot run, a
+  session runs unconfined with a warning, or fails when ``[sandbox] required`` says so.
 - **Models.** Per agent: a live session's list, else a short-lived agent's — Claude Code's
   CLI, or an ACP agent's ``session/new`` in a temporary directory
   (:func:`~bridge.runtime.agent_probe.list_agent_models`, 4–5 s for OpenCode, measured). That
@@ -59,6 +63,16 @@ from bridge.runtime.agent_probe import AgentProbe, list_agent_models, probe_agen
 from bridge.runtime.host_launcher import HostLauncher
 from bridge.runtime.host_runner import HostRunner, HostStore
 from bridge.runtime.runners import RunnerManager
+from bridge.sandbox import (
+    PolicyError,
+    SandboxPolicy,
+    SandboxSupport,
+    agent_home,
+    check_sandbox,
+    hidden_paths,
+    plan_policy,
+    survey,
+)
 
 __all__ = [
     "ACP_AGENT_KIND",
@@ -168,6 +182,7 @@ class AgentEnvironment:
         self._models_kept: dict[str, tuple[float, list[ModelEntry]]] = {}
         self.probes: dict[str, AgentProbe] = {}
         """The last check of each ACP agent (empty until it finished)."""
+        self._say_sandbox()
 
     # --- environments ---------------------------------------------------------------------
 
@@ -225,6 +240,80 @@ class AgentEnvironment:
             effort_level=record.effort_level,
             provider_id=record.provider_id,
         )
+
+    # --- the sandbox ------------------------------------------------------------------------
+
+    def sandbox_support(self) -> SandboxSupport:
+        """Whether bubblewrap runs here (checked once per process)."""
+        return check_sandbox(self._settings.sandbox.bwrap, os.environ.get("PATH"))
+
+    def sandbox_summary(self) -> str:
+        """One line for ``status``: whether sessions are sandboxed, and if not why."""
+        settings = self._settings.sandbox
+        if not settings.enabled:
+            return "off ([sandbox] enabled = false): agents run unconfined"
+        support = self.sandbox_support()
+        if support.available:
+            return f"on (bubblewrap {support.bwrap})"
+        if settings.required:
+            return f"required but unavailable: sessions fail ({support.reason}; {support.fix})"
+        return f"unavailable: agents run unconfined ({support.reason}; {support.fix})"
+
+    def _say_sandbox(self) -> None:
+        """The start-up warning when agents will not be sandboxed."""
+        settings = self._settings.sandbox
+        if not settings.enabled:
+            logger.warning(
+                "! the sandbox is off ([sandbox] enabled = false): agents run unconfined"
+            )
+        elif not self.sandbox_support().available:
+            logger.warning("! sandbox %s", self.sandbox_summary())
+
+    def sandbox_for(self, spec: SessionSpec, env: Mapping[str, str]) -> SandboxPolicy | str | None:
+        """The sandbox of one agent spawn, None to run it unconfined, or why it cannot start.
+
+        Blocking (it surveys the disk): the runner calls it in a worker thread.
+        """
+        settings = self._settings.sandbox
+        if not settings.enabled:
+            return None
+        support = self.sandbox_support()
+        if not support.available or support.bwrap is None:
+            if settings.required:
+                return (
+                    "the sandbox is required ([sandbox] required = true) but cannot run here: "
+                    f"{support.reason}; {support.fix}"
+                )
+            logger.warning(
+                "! session %s runs unconfined: %s (%s)",
+                spec.session_id[:8],
+                support.reason,
+                support.fix,
+            )
+            return None
+        home = str(Path.home())
+        hidden = list(self._engine.config.secrets)
+        home_of_agent = agent_home(env, home)
+        if home_of_agent != home:  # the agent's own ~/.ssh and the rest, too
+            hidden += hidden_paths(
+                home_of_agent,
+                str(self._settings.home),
+                extra=settings.hide,
+                unhidden=settings.unhide,
+            )
+        cwd = os.path.realpath(spec.cwd)
+        try:
+            return plan_policy(
+                bwrap=support.bwrap,
+                cwd=cwd,
+                env=env,
+                home=home,
+                hidden=tuple(dict.fromkeys(hidden)),
+                facts=survey(hidden, cwd),
+                extra_writable=settings.writable,
+            )
+        except PolicyError as exc:
+            return str(exc)
 
     # --- runners --------------------------------------------------------------------------
 
@@ -301,6 +390,7 @@ class AgentEnvironment:
                 store=store,
                 orphan_timeout=DEFAULT_ORPHAN_TIMEOUT,
                 log_level=log_level,
+                sandbox_for=self.sandbox_for,
             )
 
         return make

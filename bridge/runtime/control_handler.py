@@ -99,7 +99,9 @@ class DaemonControl:
         wall: Callable[[], float],
         registration: RelayRegistration | None = None,
         on_change: Callable[[], None] | None = None,
+        sandbox: str | None = None,
     ) -> None:
+        self._sandbox = sandbox
         self._engine = engine
         self._pool = pool
         self._keypair = keypair
@@ -183,7 +185,7 @@ class DaemonControl:
             for s in self._pool.status()
         ]
         last = self._engine.last_command_at
-        return {
+        result: StatusResult = {
             "pid": os.getpid(),
             "startedAt": iso_timestamp(self._started_at),
             "version": __version__,
@@ -197,6 +199,9 @@ class DaemonControl:
             "lastCommandAt": iso_timestamp(last) if last else None,
             "hosts": {"running": len(running_hosts(Path(self._home)))},
         }
+        if self._sandbox is not None:
+            result["sandbox"] = self._sandbox
+        return result
 
     async def pair_open(self, duration: float) -> PairOpenResult:
         token = os.urandom(16).hex()

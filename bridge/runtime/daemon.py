@@ -210,6 +210,8 @@ class Daemon:
                     str(Path.home()),
                     str(settings.home),
                     secret_files=bridge_secret_files(settings, os.environ),
+                    extra=settings.sandbox.hide,
+                    unhidden=settings.sandbox.unhide,
                 ),
                 agents=tuple(ConfiguredAgent(a.agent_id, a.label) for a in settings.agents),
             ),
@@ -279,6 +281,7 @@ class Daemon:
             wall=clock.wall,
             registration=self.registration,
             on_change=lambda: status.refresh(),
+            sandbox=agents.sandbox_summary(),
         )
         status = StatusReporter(self.notifier, lambda: control.status_line(runners.running))
         subscriptions = Subscriptions(pool, engine, clock.wall)

@@ -76,7 +76,9 @@ def host_event_input(session_id: str, event: HostEvent) -> AgentRecordEvent | No
     """The engine input of one journal record (None: a record the engine only counts)."""
     match event:
         case Ready():
-            return AgentReady(session_id, event.sdk_session_id, event.model, event.cwd)
+            return AgentReady(
+                session_id, event.sdk_session_id, event.model, event.cwd, event.sandboxed
+            )
         case Failed():
             return AgentFailed(session_id, event.reason)
         case Entry():

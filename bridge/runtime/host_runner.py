@@ -102,10 +102,11 @@ from bridge.runtime.host_records import (
     permission_input,
     read_dead_journal,
 )
+from bridge.sandbox import SandboxPolicy
 from bridge.tasks import TaskSet
 from store.bridge_state import InboxRow
 
-__all__ = ["MAX_RESTARTS", "HostRunner", "HostStore", "ToolCheckFn"]
+__all__ = ["MAX_RESTARTS", "HostRunner", "HostStore", "SandboxFn", "ToolCheckFn"]
 
 logger = logging.getLogger(__name__)
 
@@ -119,6 +120,8 @@ _LOCK_RETRIES: Final = 50
 _LOCK_RETRY_WAIT: Final = 0.1
 _QUOTE_CHARS: Final = 60
 
+SandboxFn = Callable[[SessionSpec, Mapping[str, str]], SandboxPolicy | str | None]
+"""(spec, the agent's environment) → its sandbox, None (unconfined), or why it cannot start."""
 ToolCheckFn = Callable[[str, str, dict[str, Any]], tuple[str, str] | None]
 """(session id, tool name, tool input) → ``("deny"|"ask", reason)`` or None (no opinion)."""
 
@@ -166,6 +169,9 @@ class HostRunner:
         store: the runner's view of the store.
         orphan_timeout: passed to new hosts.
         max_restarts: restarts in a row before the session ends.
+        sandbox_for: the agent's sandbox for a spawn (given the spec and its environment; run
+            in a worker thread: it looks at the disk), None to run it unconfined, or why it
+            cannot start.
     """
 
     def __init__(
@@ -185,8 +191,10 @@ class HostRunner:
         orphan_timeout: float,
         log_level: str = "INFO",
         max_restarts: int = MAX_RESTARTS,
+        sandbox_for: SandboxFn | None = None,
     ) -> None:
         self.session_id = session_id
+        self._sandbox_for = sandbox_for
         self._emit = emit
         self._launcher = launcher
         self._agent = agent
@@ -483,6 +491,12 @@ class HostRunner:
         env = self._env_for(spec)
         if isinstance(env, str):
             raise HostLaunchError(env)
+        sandbox: SandboxPolicy | None = None
+        if self._sandbox_for is not None:
+            planned = await asyncio.to_thread(self._sandbox_for, spec, env)
+            if isinstance(planned, str):
+                raise HostLaunchError(planned)
+            sandbox = planned
         driver = DriverSpec(
             session_id=self.session_id,
             cwd=str(spec.cwd),
@@ -493,6 +507,7 @@ class HostRunner:
             resume=resume and self._sdk_session_id is not None,
             env=env,
             options=self._options,
+            sandbox=sandbox,
         )
         restart: RestartOrder | None = None
         if self._note is not None:

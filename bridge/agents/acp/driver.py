@@ -50,6 +50,7 @@ import asyncio
 import contextlib
 import json
 import logging
+import signal
 import subprocess
 from collections.abc import Collection, Mapping, Sequence
 from pathlib import Path
@@ -58,7 +59,7 @@ from typing import TYPE_CHECKING, Any, Final
 import acp
 from acp import schema
 
-from bridge.agents.child_process import spawn_agent_process
+from bridge.agents.child_process import exit_status, signal_agent, spawn_agent_process
 from bridge.agents.input_log import InputLog, inputs_path, read_logged_inputs
 from bridge.host.driver import (
     DriverError,
@@ -359,7 +360,7 @@ class AcpDriver:
         try:
             # stderr: the host's own, which is its log file.
             self._process, stdin = await spawn_agent_process(
-                self._command, env, str(cwd), limit=_LINE_LIMIT
+                self._command, env, str(cwd), limit=_LINE_LIMIT, sandbox=self._spec.sandbox
             )
         except (OSError, subprocess.SubprocessError) as exc:
             reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else exc
@@ -394,6 +395,7 @@ class AcpDriver:
                 self._options.model,
                 str(cwd),
                 tuple(ModelChoice(m, label) for m, label in self._options.models),
+                sandboxed=self._spec.sandbox is not None,
             )
         )
         return None
@@ -556,7 +558,8 @@ class AcpDriver:
         process = self._process
         if process is None or process.returncode is None:
             return None
-        code = process.returncode
+        code = exit_status(process)
+        assert code is not None
         if code < 0:
             return f"{self._label} was killed by signal {-code}"
         return f"{self._label} exited with code {code}"
@@ -579,7 +582,7 @@ class AcpDriver:
             self._close_stdin()
             return
         try:
-            process.terminate()
+            signal_agent(process, signal.SIGTERM)  # inside its sandbox, if any
             await asyncio.wait_for(process.wait(), STOP_TIMEOUT)
         except ProcessLookupError:
             return

@@ -47,8 +47,9 @@ from functools import cache
 from pathlib import Path
 from typing import Final
 
-from bridge.agents.child_process import spawn_with_own_stdin
+from bridge.agents.child_process import exit_status, signal_agent, spawn_with_own_stdin
 from bridge.records import record
+from bridge.sandbox import SandboxPolicy
 from bridge.tasks import TaskSet
 
 from .environment import SDK_MANAGED_VARIABLES
@@ -271,17 +272,21 @@ class CliProcess:
 
     @property
     def returncode(self) -> int | None:
-        return self._process.returncode
+        """Its return code (a sandboxed CLI's death by signal N as ``-N`` too)."""
+        if self._process.returncode is None:
+            return None
+        return exit_status(self._process)
 
     async def wait(self) -> int:
         """Wait for the process to exit; its return code (cancel-safe)."""
-        return await self._process.wait()
+        await self._process.wait()
+        code = exit_status(self._process)
+        assert code is not None
+        return code
 
     def signal(self, signum: int) -> None:
-        """Send `signum` unless the process was reaped already."""
-        if self._process.returncode is None:
-            with contextlib.suppress(ProcessLookupError):
-                self._process.send_signal(signum)
+        """Send `signum` to the CLI (inside its sandbox, if any) unless it was reaped already."""
+        signal_agent(self._process, signum)
 
     async def stop(self, term_timeout: float = 5.0, kill_timeout: float = 5.0) -> int | None:
         """SIGTERM, wait up to `term_timeout` s, then SIGKILL; reaped; its return code.
@@ -309,7 +314,7 @@ class CliProcess:
             raise
         finally:
             await self._close_pipes()
-        return self._process.returncode
+        return self.returncode
 
     async def kill(self) -> int | None:
         """SIGKILL and reap (at most a few seconds); its return code."""
@@ -337,8 +342,16 @@ class CliProcess:
                 logger.info("  claude %s: %s", self._label, line)
 
 
-async def spawn_cli(argv: list[str], env: Mapping[str, str], cwd: str, *, label: str) -> CliProcess:
-    """Start the CLI (see the module docstring for the pipe and the death signal).
+async def spawn_cli(
+    argv: list[str],
+    env: Mapping[str, str],
+    cwd: str,
+    *,
+    label: str,
+    sandbox: SandboxPolicy | None = None,
+) -> CliProcess:
+    """Start the CLI (see the module docstring for the pipe and the death signal), under
+    `sandbox` when given (:mod:`bridge.agents.child_process`).
 
     Raises:
         OSError: it cannot be started (missing, not executable, bad cwd).
@@ -346,7 +359,7 @@ async def spawn_cli(argv: list[str], env: Mapping[str, str], cwd: str, *, label:
     """
     loop = asyncio.get_running_loop()
     process, write_end = await spawn_with_own_stdin(
-        argv, env, cwd, limit=STDOUT_LIMIT, stderr=asyncio.subprocess.PIPE
+        argv, env, cwd, limit=STDOUT_LIMIT, stderr=asyncio.subprocess.PIPE, sandbox=sandbox
     )
     pipe = os.fdopen(write_end, "wb", buffering=0)
     try:
@@ -356,5 +369,7 @@ async def spawn_cli(argv: list[str], env: Mapping[str, str], cwd: str, *, label:
         process.kill()
         await process.wait()
         raise
-    logger.info("> Claude Code %s started (pid %d)", label, process.pid)
+    logger.info(
+        "> Claude Code %s started (pid %d%s)", label, process.pid, ", sandboxed" if sandbox else ""
+    )
     return CliProcess(process, PipeWriter(transport, protocol), label)

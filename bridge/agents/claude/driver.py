@@ -351,7 +351,7 @@ class ClaudeDriver:
         if cli_path is None:
             return self._fail("Claude Code is not installed (no bundled CLI was found)")
         try:
-            self._editor = editor_tools(spec.options, spec.env)
+            self._editor = editor_tools(spec.options, spec.env, spec.sandbox)
         except ValueError as exc:
             return self._fail(f"the editor's tools cannot be set up: {exc}")
         resume_id = spec.sdk_session_id if spec.resume else None
@@ -376,7 +376,15 @@ class ClaudeDriver:
             return None if self._close_started else self._fail(failure.reason)
         self._phase = _Phase.LIVE
         model = self._model or self._applied_model
-        self._emit(Ready(self._sdk_session_id, model, spec.cwd, models_from_initialize(info)))
+        self._emit(
+            Ready(
+                self._sdk_session_id,
+                model,
+                spec.cwd,
+                models_from_initialize(info),
+                sandboxed=spec.sandbox is not None,
+            )
+        )
         if dropped is not None:
             self._adapter.last_total_cost = None
             metadata = {"special": "session_restart", "previous_sdk_session_id": dropped}
@@ -399,7 +407,7 @@ class ClaudeDriver:
         argv = build_argv(cli_path, with_editor_tools(options, self._editor))
         try:
             process = await spawn_cli(
-                argv, cli_env(spec.env, spec.cwd), spec.cwd, label=self._label
+                argv, cli_env(spec.env, spec.cwd), spec.cwd, label=self._label, sandbox=spec.sandbox
             )
         except (OSError, subprocess.SubprocessError) as exc:
             reason = getattr(exc, "strerror", None) or type(exc).__name__

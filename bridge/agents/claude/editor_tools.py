@@ -50,6 +50,7 @@ import orjson
 
 from bridge.agents.workspace_tools import WorkspaceTools, leftovers
 from bridge.records import record
+from bridge.sandbox import SandboxPolicy
 
 from .cli_process import CliOptions, sdk_version
 from .cli_protocol import ControlError, Handler
@@ -89,12 +90,15 @@ class EditorTools:
     server: McpServer
 
 
-def editor_tools(options: Mapping[str, Any], env: Mapping[str, str]) -> EditorTools | None:
+def editor_tools(
+    options: Mapping[str, Any], env: Mapping[str, str], sandbox: SandboxPolicy | None = None
+) -> EditorTools | None:
     """The Desiide tools `options` ask for, or None (no ``editor_tools`` option).
 
     Args:
         options: the session's ``DriverSpec.options``.
         env: the session's environment (the tools get it less the vendors' variables).
+        sandbox: the session's sandbox, where ``run_command`` runs (None: unconfined).
 
     Raises:
         ValueError: the option is malformed, names an unknown tool, or its root is not an
@@ -119,7 +123,7 @@ def editor_tools(options: Mapping[str, Any], env: Mapping[str, str]) -> EditorTo
         commands = Path(state_dir) / leftovers.COMMANDS_DIR
         # A host killed before this one may have left commands running: end them first.
         leftovers.reap(commands)
-    tools = WorkspaceTools(root, scrub_vendor_env(env), allowed, commands)
+    tools = WorkspaceTools(root, scrub_vendor_env(env), allowed, commands, sandbox)
     return EditorTools(McpServer(SERVER_NAME, sdk_version(), tools, INSTRUCTIONS))
 
 

@@ -5,6 +5,9 @@ stdin from ``/dev/null`` (a command that waits for input would otherwise hang un
 and stdout and stderr in one pipe, so the model reads them interleaved as a terminal shows them.
 It is started in a session and process group of its own (``start_new_session``), and it dies
 with the session host (``PR_SET_PDEATHSIG``, :func:`bridge.agents.child_process.die_with_parent`).
+In a sandboxed session the shell runs in the agent's sandbox (:mod:`bridge.sandbox`, with a
+private ``TMPDIR`` removed when the command ends): the group's leader is then bwrap, and ending
+the group ends the sandbox and everything in it.
 
 The shell starts *gated* (:data:`GATE`): it waits for a line on its stdin before it runs the
 command, and the host writes that line only once the group is recorded for reaping
@@ -43,7 +46,8 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Final
 
-from bridge.agents.child_process import die_with_parent
+from bridge.agents.child_process import confine, die_with_parent, release_tmp
+from bridge.sandbox import SandboxPolicy
 
 from . import leftovers
 from .catalog import MAX_TIMEOUT_MS
@@ -126,6 +130,7 @@ async def run_command(
     env: Mapping[str, str],
     arguments: Mapping[str, object],
     commands_dir: Path | None = None,
+    sandbox: SandboxPolicy | None = None,
 ) -> ToolResult:
     """The ``run_command`` tool (see the module docstring). Cancel-safe: the group is killed.
 
@@ -138,7 +143,12 @@ async def run_command(
     if command is None or not command.strip():
         raise ToolError(INVALID_ARGUMENTS, "'command' is required (a shell command line)")
     timeout_ms = int_arg(arguments, "timeoutMs", low=1, high=MAX_TIMEOUT_MS) or DEFAULT_TIMEOUT_MS
-    transport, shell, gate = await _start(workspace, env, command)
+    argv, env, tmp = confine([SHELL, "-c", GATE, SHELL, command], env, sandbox)
+    try:
+        transport, shell, gate = await _start(workspace, env, argv)
+    except BaseException:
+        release_tmp(tmp)
+        raise
     group = transport.get_pid()  # a session leader: its pid is its group's id
     noted: Path | None = None
     timed_out = False
@@ -162,11 +172,15 @@ async def run_command(
                 await shell.exited.wait()
         transport.close()
         leftovers.forget(noted)
-    return _result(transport.get_returncode(), shell.tail, timed_out, timeout_ms)
+        release_tmp(tmp)
+    code = transport.get_returncode()
+    if tmp is not None and code is not None and code > 128:
+        code = 128 - code  # bwrap reports a death by signal N as 128 + N
+    return _result(code, shell.tail, timed_out, timeout_ms)
 
 
 async def _start(
-    workspace: Workspace, env: Mapping[str, str], command: str
+    workspace: Workspace, env: Mapping[str, str], argv: list[str]
 ) -> tuple[asyncio.SubprocessTransport, _Command, io.FileIO]:
     """The shell, held at its :data:`GATE`, and the gate's write end (the caller's to close).
 
@@ -182,11 +196,7 @@ async def _start(
     try:
         transport, shell = await loop.subprocess_exec(
             _Command,
-            SHELL,
-            "-c",
-            GATE,
-            SHELL,
-            command,
+            *argv,
             cwd=workspace.root,
             env={**env, "PWD": str(workspace.root)},
             stdin=gate_out,

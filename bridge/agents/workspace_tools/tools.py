@@ -20,6 +20,8 @@ from collections.abc import Awaitable, Callable, Collection, Mapping
 from pathlib import Path
 from typing import Final
 
+from bridge.sandbox import SandboxPolicy
+
 from .catalog import (
     LIST_FILES,
     PROPOSE_EDIT,
@@ -56,6 +58,7 @@ class WorkspaceTools:
         allowed: the tools this task may use (None: all five).
         commands_dir: where running commands are recorded, so that a killed host's leftovers
             can be reaped (:mod:`.leftovers`); None: not recorded.
+        sandbox: the session's sandbox, in which ``run_command`` runs (None: unconfined).
 
     Raises:
         ValueError: a bad root, or an unknown tool name in `allowed`.
@@ -67,8 +70,10 @@ class WorkspaceTools:
         env: Mapping[str, str],
         allowed: Collection[str] | None = None,
         commands_dir: Path | None = None,
+        sandbox: SandboxPolicy | None = None,
     ) -> None:
         self.workspace = Workspace(root)
+        self._sandbox = sandbox
         self._commands = commands_dir
         self._env = dict(env)
         names = set(TOOL_NAMES) if allowed is None else set(allowed)
@@ -122,4 +127,6 @@ class WorkspaceTools:
         return await asyncio.to_thread(propose_edit, self.workspace, arguments)
 
     async def _run_command(self, arguments: Mapping[str, object]) -> ToolResult:
-        return await run_command(self.workspace, self._env, arguments, self._commands)
+        return await run_command(
+            self.workspace, self._env, arguments, self._commands, self._sandbox
+        )

@@ -2,7 +2,7 @@
 
 A session host is found by its ``host.json`` (:func:`bridge.host.layout.read_info`, checked
 alive by pid, start time and command line); its Claude Code CLI is a direct child whose command
-line starts with a ``claude`` executable. Leftovers are found by the environment every process
+line starts with a ``claude`` executable, or that child's inside the bwrap sandbox around it. Leftovers are found by the environment every process
 of a run inherits from its daemon: ``CLAUDE_CONFIG_DIR`` names the run's own config directory,
 so no process of another run (or of the user) is ever taken for one of ours.
 """
@@ -71,11 +71,21 @@ def host_of(home: Path, session_id: str) -> int | None:
 
 
 def cli_of(host_pid: int) -> int | None:
-    """The pid of the Claude Code CLI a host runs, or None."""
-    for pid in children(host_pid):
-        argv = command_line(pid)
-        if argv and Path(argv[0]).name == "claude":
-            return pid
+    """The pid of the Claude Code CLI a host runs, or None.
+
+    A sandboxed CLI is the host's grandchild's child (host → bwrap → the sandbox's init → the
+    CLI): killing it is the agent's death the host sees, as for an unconfined one.
+    """
+    queue = children(host_pid)
+    for _ in range(3):
+        below: list[int] = []
+        for pid in queue:
+            argv = command_line(pid)
+            if argv and Path(argv[0]).name == "claude":
+                return pid
+            if argv and Path(argv[0]).name == "bwrap":
+                below.extend(children(pid))
+        queue = below
     return None
 
 

@@ -1,0 +1,78 @@
+"""The disk facts of a plan (real files in a tmp dir) and the availability check (real bwrap)."""
+
+from __future__ import annotations
+
+import os
+import shutil
+from pathlib import Path
+
+import pytest
+
+from bridge.sandbox import DiskFacts, check_sandbox, find_bwrap, find_git_dirs, survey
+from bridge.sandbox.probe import INSTALL_FIX
+
+
+def test_existing_hidden_paths_by_kind_and_symlink_targets(tmp_path: Path) -> None:
+    (tmp_path / "ssh").mkdir()
+    (tmp_path / "netrc").write_text("x")
+    real = tmp_path / "real-keys"
+    real.mkdir()
+    (tmp_path / "keys").symlink_to(real)
+    hidden = [str(tmp_path / n) for n in ("ssh", "netrc", "keys", "missing")]
+    facts = survey(hidden, str(tmp_path))
+    assert facts.hidden_dirs == (str(tmp_path / "ssh"), str(tmp_path / "keys"), str(real))
+    assert facts.hidden_files == (str(tmp_path / "netrc"),)
+
+
+def test_repositories_in_the_folder_and_around_it(tmp_path: Path) -> None:
+    outer = tmp_path / "repo"
+    (outer / ".git" / "hooks").mkdir(parents=True)
+    work = outer / "sub"
+    (work / "lib" / ".git").mkdir(parents=True)  # no hooks dir yet: made
+    (work / "node_modules" / "dep" / ".git").mkdir(parents=True)  # skipped
+    (work / ".git" / "modules" / "vendored" / "hooks").mkdir(parents=True)
+    (work / ".git" / "modules" / "vendored" / "HEAD").write_text("ref: x")
+    facts = survey([], str(work))
+    assert facts.enclosing_git == str(outer / ".git")
+    assert sorted(facts.git_dirs) == sorted(
+        [
+            str(work / ".git"),
+            str(work / ".git" / "modules" / "vendored"),
+            str(work / "lib" / ".git"),
+        ]
+    )
+    assert (work / "lib" / ".git" / "hooks").is_dir()
+    assert facts == DiskFacts((), (), facts.git_dirs, str(outer / ".git"))
+
+
+def test_the_walk_is_bounded_in_depth(tmp_path: Path) -> None:
+    deep = tmp_path.joinpath(*"abcdefgh")
+    (deep / ".git").mkdir(parents=True)
+    assert find_git_dirs(str(tmp_path)) == []
+
+
+def test_bwrap_is_found_and_a_sandbox_runs_here() -> None:
+    if shutil.which("bwrap") is None:
+        pytest.skip("bubblewrap is not installed")
+    support = check_sandbox(None, os.environ.get("PATH"))
+    assert support.available, support.reason
+    assert support.bwrap == shutil.which("bwrap")
+
+
+def test_a_missing_program_says_how_to_install_it(tmp_path: Path) -> None:
+    assert find_bwrap(None, str(tmp_path)) is None
+    missing = check_sandbox(None, str(tmp_path))
+    assert not missing.available
+    assert missing.fix == INSTALL_FIX
+    configured = check_sandbox(str(tmp_path / "bwrap"), None)
+    assert "[sandbox] bwrap" in configured.fix and "not an executable" in configured.reason
+
+
+def test_a_program_that_cannot_make_a_sandbox_is_reported(tmp_path: Path) -> None:
+    fake = tmp_path / "bwrap"
+    fake.write_text("#!/bin/sh\necho 'bwrap: setting up uid map: Permission denied' >&2\nexit 1\n")
+    fake.chmod(0o755)
+    support = check_sandbox(str(fake), None)
+    assert not support.available
+    assert "uid map" in support.reason
+    assert "unprivileged_userns" in support.fix
