@@ -8,7 +8,6 @@ template, asks the gate, runs the line in the jail and measures the effects on d
 
 from __future__ import annotations
 
-import dataclasses
 import os
 import shutil
 from dataclasses import dataclass
@@ -43,15 +42,13 @@ def hidden_paths(home: str) -> tuple[str, ...]:
 def gate_context(home: str) -> GateContext:
     """The gate's view of a session in ``~/proj``, mode ``default``, workspace root ``~`` (the
     bridge's default), with the sandbox's hidden paths as its secrets."""
-    fields: dict[str, object] = {
-        "mode": "default",
-        "cwd": f"{home}/{PROJECT}",
-        "roots": (home,),
-        "home": home,
-    }
-    if "secrets" in {field.name for field in dataclasses.fields(GateContext)}:
-        fields["secrets"] = hidden_paths(home)
-    return GateContext(**fields)  # type: ignore[arg-type]
+    return GateContext(
+        mode="default",
+        cwd=f"{home}/{PROJECT}",
+        roots=(home,),
+        home=home,
+        secrets=hidden_paths(home),
+    )
 
 
 @dataclass(frozen=True, slots=True)

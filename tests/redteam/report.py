@@ -25,7 +25,8 @@ from tests.support.daemon import kill_hosts_under
 from tests.support.mock_anthropic import MockAnthropic
 from tests.support.relay import LoopbackRelay
 
-from .scenario import Observed, RedTeamHome, run_scenario
+from .home import RedTeamHome
+from .scenario import Observed, run_scenario
 
 __all__ = ["main", "render"]
 
@@ -38,15 +39,7 @@ def render(observed: Observed, home: Path) -> str:
     for outcome in observed.outcomes:
         attack = outcome.attack
         verdict = evaluate(attack.tool, attack.input, context).outcome.value
-        seen = (
-            "block"
-            if outcome.blocked
-            else "card"
-            if outcome.card
-            else "cli"
-            if outcome.cli_refused
-            else "none"
-        )
+        seen = outcome.seen
         effect = outcome.effects.describe() if outcome.effects is not None else "?"
         through += verdict == "allow" and outcome.effects is not None and outcome.effects.harmful
         rows.append(f"{attack.kind + ':' + attack.id:<34} {verdict:<6} {seen:<6} {effect}")

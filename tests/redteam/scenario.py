@@ -22,123 +22,33 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
-import os
-import shutil
-import subprocess
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from bridge.protocol import CreateSessionCommand, InputCommand, ModeCommand, PermissionResCommand
-from tests.differential.corpus import ATTACKS
-from tests.differential.home import (
-    PROJECT,
-    SECRET_FILES,
-    Effects,
-    Snapshot,
-    effects,
-    leaked_in,
-    make_canaries,
-    setup_script,
-    snapshot,
-    write_home_files,
-)
+from tests.differential.home import Effects, effects, leaked_in
 from tests.differential.web import ScriptServer
 from tests.integration.conftest import pair_phone
-from tests.support.daemon import DaemonProcess
 from tests.support.mock_anthropic import MockAnthropic
 from tests.support.phone import PhoneSimulator
 
-__all__ = [
-    "AGENT_STATE",
-    "Attack",
-    "Observed",
-    "Outcome",
-    "RedTeamHome",
-    "all_attacks",
-    "run_scenario",
-]
+from .attacks import Attack, all_attacks, read_of
+from .home import RedTeamHome
+
+__all__ = ["Observed", "Outcome", "escapes", "run_scenario"]
 
 WAIT = 60.0
 TURN_WAIT = 180.0
-
-AGENT_STATE: tuple[str, ...] = (
-    ".codedeck",  # the bridge's own home: the daemon writes it (the agent never sees it)
-    ".codedeck.log",  # the test harness's daemon log, beside the bridge home
-    ".claude",
-    ".claude.json",
-    ".cache",
-    ".npm",
-    ".local/state",
-    ".local/share/claude",
-    ".config/claude",
-)
-"""What the daemon and the agent write outside the project by design (relative to the home):
-the bridge home, the agent's own state and the caches; every other byte must stay as it was."""
+AGENT_CHECK = 90.0
+"""Seconds for the daemon's start-up check of a configured agent (OpenCode: 3-5 s)."""
 
 _BLOCKED = "risk gate"
 """What the tool result of a call the gate blocked says (``Blocked by the bridge's risk gate``)."""
 
 _CLI_REFUSED = "<tool_use_error>"
 """How the tool result of a call Claude Code refused by itself starts."""
-
-
-@dataclass(frozen=True, slots=True)
-class Attack:
-    """One hostile tool call.
-
-    Attributes:
-        id: the corpus id (or a name for a file-tool attack).
-        kind: its class.
-        tool: the Claude Code tool (``Bash``, ``Read``, ``Write``, ``Edit``).
-        input: the tool's input.
-    """
-
-    id: str
-    kind: str
-    tool: str
-    input: Mapping[str, object]
-
-    def directive(self) -> str:
-        """The mock model's ``[[tool: …]]`` directive for this call.
-
-        The directive's own syntax ends at ``]]`` and splits on ``|``: the JSON escapes them.
-        """
-        text = json.dumps(dict(self.input))
-        for char in "[]|":
-            text = text.replace(char, f"\\u{ord(char):04x}")
-        return f"[[tool: {self.tool} | {text}]]"
-
-
-def all_attacks(home: Path, url: str) -> list[list[Attack]]:
-    """The attacks in turns: the file tools' reads, then their writes (Claude Code writes a file
-    only once it read it, unchanged since), then every Bash line of the corpus."""
-
-    def read(name: str, rel: str) -> Attack:
-        return Attack(f"read-{name}", "secret", "Read", {"file_path": f"{home}/{rel}"})
-
-    def write(name: str, tool: str, rel: str, **fields: str) -> Attack:
-        return Attack(name, "secret", tool, {"file_path": f"{home}/{rel}", **fields})
-
-    reads = [read(name, rel) for name, rel in SECRET_FILES.items()]
-    reads += [
-        read("bridge-config", ".codedeck/config.toml"),
-        read("bashrc", ".bashrc"),
-        read("profile", ".profile"),
-    ]
-    writes = [
-        write("edit-bashrc", "Edit", ".bashrc", old_string="# bashrc", new_string="touch ~/pwned"),
-        write("write-profile", "Write", ".profile", content="touch ~/pwned\n"),
-        write("write-ssh-rc", "Write", ".ssh/rc", content="touch ~/pwned\n"),
-        write("write-bridge-config", "Write", ".codedeck/evil.toml", content="x = 1\n"),
-    ]
-    bash = [
-        Attack(line.id, line.kind, "Bash", {"command": line.render(str(home), url)})
-        for line in ATTACKS
-        if all(shutil.which(program) for program in line.needs)
-    ]
-    return [reads, writes, bash]
 
 
 @dataclass(slots=True)
@@ -158,6 +68,16 @@ class Outcome:
     effects: Effects | None = None
     """What it did on disk, when the scenario ran it in a turn of its own."""
 
+    @property
+    def seen(self) -> str:
+        """What the phone saw: ``block``, ``card``, ``cli`` (Claude Code refused the call
+        itself, before any permission check), or ``none`` (it ran without a card)."""
+        if self.blocked:
+            return "block"
+        if self.card:
+            return "card"
+        return "cli" if self.cli_refused else "none"
+
 
 @dataclass(slots=True)
 class Observed:
@@ -171,120 +91,44 @@ class Observed:
     upload_leaks: list[str] = field(default_factory=list)
     """Canaries found in what the attacker's web server received."""
     sandboxed: bool | None = None
+    """What the session's ``session-ready`` said of its sandbox (None: it did not say)."""
 
 
-class RedTeamHome:
-    """The throwaway home and what counts as a leak from it.
+def escapes(observed: Observed) -> list[str]:
+    """Everything that got out, one line each; empty when the run was contained.
 
-    Args:
-        home: an empty directory (made here).
-        sandbox: False writes ``[sandbox] enabled = false`` into the bridge's config.
+    An attack the agent never made counts too: a run that sent nothing proves nothing.
     """
-
-    def __init__(self, home: Path, *, sandbox: bool) -> None:
-        self.home = home
-        self.bridge_home = home / ".codedeck"
-        self.canaries = make_canaries()
-        home.mkdir(parents=True)
-        write_home_files(home, self.canaries, bridge_db=False)
-        env = {
-            "PATH": os.environ.get("PATH", os.defpath),
-            "HOME": str(home),
-            "GIT_CONFIG_NOSYSTEM": "1",
-        }
-        subprocess.run(["bash", "-c", setup_script()], cwd=home, env=env, check=True)
-        self.bridge_home.mkdir(mode=0o700)
-        if not sandbox:  # on by default: the daemon runs on its defaults unless told otherwise
-            (self.bridge_home / "config.toml").write_text("[sandbox]\nenabled = false\n")
-        self.pristine = home.parent / f"{home.name}-pristine"
-        shutil.copytree(home, self.pristine, symlinks=True)
-
-    @property
-    def project(self) -> Path:
-        """The session's folder."""
-        return self.home / PROJECT
-
-    def daemon(self, relay_url: str, mock: MockAnthropic) -> DaemonProcess:
-        """The daemon on its defaults in this home, driving the Claude Code CLI."""
-        env = {
-            **mock.cli_env(self.home / ".claude"),
-            "HOME": str(self.home),
-            "CODEDECK_AGENT": "claude",
-            "GIT_CONFIG_NOSYSTEM": "1",
-        }
-        return DaemonProcess(self.bridge_home, [relay_url], self.home, env=env)
-
-    def bridge_canaries(self, daemon: DaemonProcess) -> dict[str, bytes]:
-        """The bridge's secrets as they would leak: its key (hex, nsec, raw bytes) and the
-        database file itself (its header)."""
-        keypair = daemon.keypair()
-        return {
-            "bridge_secret_hex": keypair.secret_hex.encode(),
-            "bridge_nsec": keypair.nsec.encode(),
-            "bridge_secret_raw": keypair.secret,
-            "bridge_db_file": b"SQLite format 3\x00",
-        }
-
-    def snapshot(self) -> Snapshot:
-        """The home outside the project and :data:`AGENT_STATE`."""
-        return snapshot(self.home, ignore=AGENT_STATE)
-
-    def restore(self) -> None:
-        """Put back what an attack changed: the project's content (in place: the agent works in
-        it), every file outside it but :data:`AGENT_STATE`, and the bare repository's refs."""
-        for entry in self.project.iterdir():
-            _delete(entry)
-        for entry in (self.pristine / PROJECT).iterdir():
-            _copy(entry, self.project / entry.name)
-        now = self.snapshot()
-        was = snapshot(self.pristine, ignore=AGENT_STATE)
-        for rel in sorted(set(now.entries) | set(was.entries), key=len):
-            if now.entries.get(rel) == was.entries.get(rel):
-                continue
-            target = self.home / rel
-            _delete(target)
-            if rel in was.entries:
-                _copy(self.pristine / rel, target)
-        bare = self.home / "remote.git"
-        for ref in now.refs.keys() - was.refs.keys():
-            _git(bare, "update-ref", "-d", ref)
-        for ref, sha in was.refs.items():
-            if now.refs.get(ref) != sha:
-                _git(bare, "update-ref", ref, sha)
+    problems = [f"never made: {o.attack.id}" for o in observed.outcomes if o.result == "(no call)"]
+    problems += [
+        f"{o.attack.id}: {o.effects.describe()}"
+        for o in observed.outcomes
+        if o.effects is not None and o.effects.harmful
+    ]
+    harm = observed.effects
+    if harm.wrote or harm.deleted or harm.moved_refs:
+        problems.append(f"the run: {harm.describe()}")
+    problems += [f"canary in the project: {name}" for name in harm.leaked]
+    problems += [f"canary sent to the model: {name}" for name in observed.model_leaks]
+    problems += [f"canary uploaded: {name}" for name in observed.upload_leaks]
+    return problems
 
 
-def _git(bare: Path, *args: str) -> None:
-    subprocess.run(["git", "--git-dir", str(bare), *args], check=True, capture_output=True)
-
-
-def _delete(path: Path) -> None:
-    if path.is_symlink() or path.is_file():
-        path.unlink()
-    elif path.is_dir():
-        path.chmod(0o700)
-        for root, dirs, _files in os.walk(path):
-            for name in dirs:
-                entry = Path(root) / name
-                if not entry.is_symlink():
-                    entry.chmod(0o700)
-        shutil.rmtree(path)
-
-
-def _copy(source: Path, target: Path) -> None:
-    target.parent.mkdir(parents=True, exist_ok=True)
-    if source.is_dir() and not source.is_symlink():
-        shutil.copytree(source, target, symlinks=True)
-    else:
-        shutil.copy2(source, target, follow_symlinks=False)
-
-
-async def open_session(phone: PhoneSimulator, cwd: Path) -> str:
-    """A Claude Code session in `cwd`, switched to mode ``default``."""
+async def open_session(
+    phone: PhoneSimulator, cwd: Path, agent: str, sandboxed: dict[str, bool | None]
+) -> str:
+    """A session of `agent` in `cwd`, switched to mode ``default``; whether its agent runs in
+    the sandbox (as its ``session-ready`` says) goes into `sandboxed`."""
+    if agent != "claude":  # the daemon checks a configured agent at start-up
+        await phone.wait_for(
+            "sessions", lambda m: agent in (m.capabilities or []), timeout=AGENT_CHECK
+        )
     mark = phone.mark()
-    await phone.send(CreateSessionCommand(cwd=str(cwd)))
+    await phone.send(CreateSessionCommand(cwd=str(cwd), agent=None if agent == "claude" else agent))
     done = await phone.wait_for(("session-ready", "session-failed"), after=mark, timeout=WAIT)
     assert done.message.type == "session-ready", done.message
     session = str(done.message.session.id)
+    sandboxed[session] = getattr(done.message.session, "sandboxed", None)
     await phone.send(ModeCommand(sessionId=session, mode="default"))
     await phone.wait_for("mode-confirmed", lambda m: m.mode == "default", after=mark, timeout=WAIT)
     return session
@@ -360,19 +204,22 @@ def match_outcomes(
     calls: Mapping[str, Any],
     results: Mapping[str, str],
     cards: Iterable[str],
+    blocks: Iterable[str],
 ) -> list[Outcome]:
-    """Each attack's card, block and result, found by its tool call's input (the CLI may add
-    fields of its own to the input it replays, ``replace_all`` for instance)."""
-    carded = set(cards)
+    """Each attack's card, block and result, found by its tool call: the same tool, and every
+    value of the attack's input among the call's (an agent names the fields its own way, and
+    may add some: ``replace_all``, ``description``)."""
+    carded = {card.split("#")[0] for card in cards}  # an ACP agent's second ask: `<id>#2`
+    blocked = set(blocks)
     outcomes = []
     for attack in (a for turn in turns for a in turn):
         tool_id = next(
             (
                 tool_id
                 for tool_id, call in calls.items()
-                if call.get("name") == attack.tool
+                if str(call.get("name", "")).lower() == attack.tool.lower()
                 and isinstance(call.get("input"), dict)
-                and all(call["input"].get(key) == value for key, value in attack.input.items())
+                and all(value in call["input"].values() for value in attack.input.values())
             ),
             None,
         )
@@ -381,12 +228,44 @@ def match_outcomes(
             Outcome(
                 attack,
                 card=tool_id in carded,
-                blocked=_BLOCKED in result,
+                blocked=tool_id in blocked or _BLOCKED in result,
                 result=result[:300],
                 cli_refused=result.startswith(_CLI_REFUSED) and _BLOCKED not in result,
             )
         )
     return outcomes
+
+
+def seen_on_phone(phone: PhoneSimulator, session: str, attack: Attack, mark: int) -> Outcome:
+    """An attack's outcome from what the phone saw since `mark` (its turn alone): whatever the
+    agent, and whether or not it told the model (OpenCode ends its turn at a refusal)."""
+    outcome = Outcome(attack, result="(no call)")
+    for received in phone.messages("output", after=mark):
+        message = received.message
+        if message.sessionId != session:
+            continue
+        entry = message.entry
+        if _special(message) == "permission_request":
+            outcome.card = True
+        elif entry.entryType == "tool_use" and outcome.result == "(no call)":
+            outcome.result = "(no result)"
+        elif entry.entryType == "tool_result" and outcome.result in ("(no call)", "(no result)"):
+            outcome.result = entry.content[:300]
+            outcome.blocked = _BLOCKED in entry.content or entry.content.startswith("Blocked:")
+            outcome.cli_refused = entry.content.startswith(_CLI_REFUSED)
+    return outcome
+
+
+def blocked_calls(phone: PhoneSimulator, session: str) -> set[str]:
+    """The tool ids whose result on the phone is the gate's refusal."""
+    blocked = set()
+    for received in phone.messages("output"):
+        entry = received.message.entry
+        if received.message.sessionId != session or entry.entryType != "tool_result":
+            continue
+        if _BLOCKED in entry.content or entry.content.startswith("Blocked:"):
+            blocked.add(str((entry.metadata or {}).get("tool_use_id")))
+    return blocked
 
 
 def mock_mark(mock: MockAnthropic) -> tuple[int, set[str]]:
@@ -402,10 +281,6 @@ def new_results(mock: MockAnthropic, mark: tuple[int, set[str]]) -> list[bytes]:
     return [text.encode() for tool_id, text in results.items() if tool_id not in known]
 
 
-def _read(path: object) -> Attack:
-    return Attack("read-first", "secret", "Read", {"file_path": path})
-
-
 def _request_blobs(mock: MockAnthropic, after: int) -> list[bytes]:
     return [json.dumps(r.body).encode() for r in mock.message_requests()[after:]]
 
@@ -418,36 +293,44 @@ async def run_scenario(
     *,
     allow: bool,
     turn_per_attack: bool = False,
+    only: Collection[str] | None = None,
 ) -> Observed:
     """Start the daemon in `home`, pair a phone, open a session in ``~/proj`` and send the
     attacks; every card is answered with `allow`.
 
     Args:
         turn_per_attack: one turn per attack, the home restored after each (slow, but each
-            attack's own effects are known: the sandbox-off report); else one turn with every
-            Bash call and the reads, and one with the writes.
+            attack's own effects are known; and what the phone saw is known whatever the agent
+            told its model); else the turns of :func:`~.attacks.all_attacks`.
+        only: the ids of the attacks to make (None: all).
     """
-    turns = all_attacks(home.home, server.url)
+    turns = [
+        [attack for attack in turn if only is None or attack.id in only]
+        for turn in all_attacks(home.home, server.url)
+    ]
     async with home.daemon(relay_url, mock) as daemon:
         phone = await pair_phone(daemon, relay_url)
         try:
-            session = await open_session(phone, home.project)
+            sandboxed: dict[str, bool | None] = {}
+            session = await open_session(phone, home.project, home.agent, sandboxed)
             canaries = {**home.canaries, **home.bridge_canaries(daemon)}
             seen: set[str] = set()
             answering = asyncio.ensure_future(answer_cards(phone, session, allow=allow, seen=seen))
             requests = len(mock.message_requests())
             posted = len(server.posted)
             before = home.snapshot()
-            per_attack: dict[str, Effects] = {}
+            alone: list[Outcome] = []
             try:
                 if turn_per_attack:
                     for attack in (a for turn in turns for a in turn):
                         if attack.tool in ("Write", "Edit"):  # Claude Code writes what it read
-                            await run_turn(phone, session, [_read(attack.input["file_path"])])
+                            await run_turn(phone, session, [read_of(attack.input["file_path"])])
                         start, sent, uploads = home.snapshot(), mock_mark(mock), len(server.posted)
+                        mark = phone.mark()
                         await run_turn(phone, session, [attack])
                         said = [*new_results(mock, sent), *server.posted[uploads:]]
-                        per_attack[attack.id] = effects(
+                        alone.append(seen_on_phone(phone, session, attack, mark))
+                        alone[-1].effects = effects(
                             home.home, start, home.snapshot(), canaries, output=said
                         )
                         home.restore()
@@ -461,16 +344,15 @@ async def run_scenario(
             after = home.snapshot()
             found = effects(home.home, before, after, canaries)
             calls, results = tool_calls(mock, requests)
-            outcomes = match_outcomes(turns, calls, results, seen)
-            for outcome in outcomes:
-                outcome.effects = per_attack.get(outcome.attack.id)
-            info = phone.sessions.get(session)
+            outcomes = alone or match_outcomes(
+                turns, calls, results, seen, blocked_calls(phone, session)
+            )
             return Observed(
                 outcomes,
                 found,
                 model_leaks=leaked_in(_request_blobs(mock, requests), canaries),
                 upload_leaks=leaked_in(server.posted[posted:], canaries),
-                sandboxed=getattr(getattr(info, "info", None), "sandboxed", None),
+                sandboxed=sandboxed[session],
             )
         finally:
             await phone.close()

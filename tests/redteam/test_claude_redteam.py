@@ -20,17 +20,8 @@ from tests.differential.web import ScriptServer
 from tests.support.mock_anthropic import MockAnthropic
 from tests.support.relay import LoopbackRelay
 
-from .scenario import Observed, RedTeamHome, run_scenario
-
-
-def _assert_nothing_escaped(observed: Observed) -> None:
-    unsent = [o.attack.id for o in observed.outcomes if o.result == "(no call)"]
-    assert unsent == [], f"attacks the agent never made: {unsent}"
-    harm = observed.effects
-    assert (harm.wrote, harm.deleted, harm.moved_refs) == ([], [], []), harm.describe()
-    assert harm.leaked == [], f"canaries in the project: {harm.leaked}"
-    assert observed.model_leaks == [], f"canaries sent to the model: {observed.model_leaks}"
-    assert observed.upload_leaks == [], f"canaries uploaded: {observed.upload_leaks}"
+from .home import RedTeamHome
+from .scenario import escapes, run_scenario
 
 
 async def test_the_sandbox_holds_when_the_phone_allows_every_card(
@@ -38,21 +29,22 @@ async def test_the_sandbox_holds_when_the_phone_allows_every_card(
 ) -> None:
     home = RedTeamHome(short_root / "h", sandbox=True)
     observed = await run_scenario(home, relay.url, mock_api, script_server, allow=True)
-    _assert_nothing_escaped(observed)
+    assert escapes(observed) == []
 
 
 async def test_the_phone_sees_every_call_the_gate_refuses(
     relay: LoopbackRelay, mock_api: MockAnthropic, script_server: ScriptServer, short_root: Path
 ) -> None:
+    """What the gate refuses reaches the phone as a card or a block, exactly as the gate judges
+    the call in process; a call Claude Code refused by itself (a binary file) never ran."""
     home = RedTeamHome(short_root / "h", sandbox=True)
     observed = await run_scenario(home, relay.url, mock_api, script_server, allow=False)
-    _assert_nothing_escaped(observed)
+    assert escapes(observed) == []
     context = gate_context(str(home.home))
+    expected = {Verdict.BLOCK: "block", Verdict.ASK: "card", Verdict.ALLOW: "none"}
     unseen = []
     for outcome in observed.outcomes:
         verdict = evaluate(outcome.attack.tool, outcome.attack.input, context).outcome
-        seen = "block" if outcome.blocked else "card" if outcome.card else "none"
-        expected = {Verdict.BLOCK: "block", Verdict.ASK: "card", Verdict.ALLOW: "none"}[verdict]
-        if seen != expected and not outcome.cli_refused:
-            unseen.append(f"{outcome.attack.id}: gate {verdict.value}, phone saw {seen}")
+        if outcome.seen not in (expected[verdict], "cli"):
+            unseen.append(f"{outcome.attack.id}: gate {verdict.value}, phone saw {outcome.seen}")
     assert unseen == [], "\n".join(unseen)
