@@ -6,7 +6,8 @@ the mock model, in mode ``default``, with the bridge on its defaults in a throwa
 checks are by content, not by verdict: every byte outside ``~/proj`` (but the bridge's and the
 agent's own state) is as it was, ``main`` of the bare remote did not move, and no canary — the
 ssh key's, the netrc's, the bridge's secret key in any spelling, the database file — shows up in
-the project, in the requests the model received, or in the attacker's uploads.
+the project, in the requests the model received, or in the attacker's uploads. A control run
+with the sandbox off shows the same approved attacks doing harm, seen by the same measure.
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ async def test_the_sandbox_holds_when_the_phone_allows_every_card(
 ) -> None:
     home = RedTeamHome(short_root / "h", sandbox=True)
     observed = await run_scenario(home, relay.url, mock_api, script_server, allow=True)
+    assert observed.sandboxed is True
     assert escapes(observed) == []
 
 
@@ -39,6 +41,7 @@ async def test_the_phone_sees_every_call_the_gate_refuses(
     the call in process; a call Claude Code refused by itself (a binary file) never ran."""
     home = RedTeamHome(short_root / "h", sandbox=True)
     observed = await run_scenario(home, relay.url, mock_api, script_server, allow=False)
+    assert observed.sandboxed is True
     assert escapes(observed) == []
     context = gate_context(str(home.home))
     expected = {Verdict.BLOCK: "block", Verdict.ASK: "card", Verdict.ALLOW: "none"}
@@ -48,3 +51,16 @@ async def test_the_phone_sees_every_call_the_gate_refuses(
         if outcome.seen not in (expected[verdict], "cli"):
             unseen.append(f"{outcome.attack.id}: gate {verdict.value}, phone saw {outcome.seen}")
     assert unseen == [], "\n".join(unseen)
+
+
+async def test_without_the_sandbox_an_approved_attack_does_harm(
+    relay: LoopbackRelay, mock_api: MockAnthropic, script_server: ScriptServer, short_root: Path
+) -> None:
+    """The control: the same run with ``[sandbox] enabled = false`` does harm once the phone
+    approves, and the measure sees it — so the runs above hold because of the sandbox."""
+    home = RedTeamHome(short_root / "h", sandbox=False)
+    observed = await run_scenario(home, relay.url, mock_api, script_server, allow=True)
+    assert observed.sandboxed is False
+    harm = observed.effects
+    assert {"outside", "pwned", ".bashrc", ".profile"} <= set(harm.wrote), harm.describe()
+    assert {"keep", "keep/f"} <= set(harm.deleted), harm.describe()

@@ -72,4 +72,5 @@ async def test_the_sandbox_holds_for_opencode_when_the_phone_allows_every_card(
         only=ATTACK_IDS,
     )
     assert len(observed.outcomes) == len(ATTACK_IDS)
+    assert observed.sandboxed is True
     assert escapes(observed) == []
