@@ -339,6 +339,15 @@ ADVERSARIAL: list[tuple[str, str, str]] = [
     ("scp -S 'sh -c id' a host:b", "ask", "inline_code"),
     ("bash -c '{,}'", "ask", "inline_code"),
     ("{,}; reboot", "block", "deny_list:shutdown"),
+    # Input items xargs appends or puts in place of the marker are unknown paths.
+    ("printf '%s/pwned' \"$HOME\" | xargs touch", "ask", "outside_workspace"),
+    ("find . -name '*.pyc' | xargs rm -f", "ask", "outside_workspace"),
+    ("ls | xargs -I{} rm -rf {}", "ask", "outside_workspace"),
+    # A git hook or git's config written by the line runs on a later git command.
+    ("cp evil.sh .git/hooks/pre-commit", "ask", "inline_code"),
+    ("echo id | tee .git/hooks/pre-push", "ask", "inline_code"),
+    ("sed -i 's/x/y/' .git/config", "ask", "inline_code"),
+    ("git -c protocol.ext.allow=always clone 'ext::sh -c id' x", "ask", "inline_code"),
     ("echo {,} && rm --recu -f ~", "block", "deny_list:rm_rf"),
 ]
 """(line, outcome in mode default, a label that must be among the reasons)."""
@@ -461,6 +470,8 @@ BENIGN: list[str] = [
     "awk 'NR > 1 { sum += $2 } END { print sum }' f",
     'awk \'$1 == "a" || $2 == "b"\' f',
     "xargs -n1 echo < f",
+    "ls | xargs -I{} cp {} backup/",
+    "git ls-files | xargs grep -l foo",
     "find . -name '*.txt' | xargs grep foo",
     "curl -s https://api.example.com/x",
     "curl -o out.json https://x/data.json",

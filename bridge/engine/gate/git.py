@@ -104,6 +104,8 @@ def git_rule(call: Call) -> None:
         _git_config(call, rest, scope)
     else:
         _runs_commands(call, subcommand, rest, scope)
+    if any(word.value.startswith("ext::") for word in rest):
+        call.env.flag(INLINE)  # git's ext transport runs the rest of the URL as a command
     inner = Call(call.name, rest, scope, call.env, call.facts)
     skip_next = False
     for word in rest:

@@ -14,13 +14,16 @@ asks for it with :func:`memory_of` and does nothing when the environment has non
 
 from __future__ import annotations
 
+import re
 from typing import Protocol, runtime_checkable
 
 from .context import INLINE, CommandEnv
 from .labels import deny_label
 from .paths import Target
 
-__all__ = ["LineMemory", "check_written", "memory_of", "note_written"]
+__all__ = ["LineMemory", "check_written", "memory_of", "note_written", "runs_later"]
+
+_RUNS_LATER = re.compile(r"/\.git/(hooks(/|$)|config$|info/attributes$)|/\.gitattributes$")
 
 
 @runtime_checkable
@@ -50,8 +53,16 @@ def memory_of(env: CommandEnv) -> LineMemory | None:
     return env if isinstance(env, LineMemory) else None
 
 
+def runs_later(path: str) -> bool:
+    """A git hook or git's config: what is written there runs on a later git command."""
+    return _RUNS_LATER.search(path) is not None
+
+
 def note_written(env: CommandEnv, target: Target | None) -> None:
-    """Remember a file this line writes (a single file, not a glob)."""
+    """Remember a file this line writes (a single file, not a glob); a write into a git hook
+    or git's config is ``inline_code``."""
+    if target is not None and runs_later(target.path):
+        env.flag(INLINE)
     memory = memory_of(env)
     if memory is not None and target is not None and not target.subtree:
         memory.note_written(target.path)

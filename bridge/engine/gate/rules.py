@@ -17,6 +17,7 @@ from collections.abc import Callable
 
 from .command_options import COMMAND_OPTION_RULES
 from .context import (
+    INLINE,
     OUTSIDE,
     UNPARSABLE,
     Call,
@@ -27,7 +28,7 @@ from .context import (
 )
 from .git import git_rule
 from .labels import deny_label
-from .line_memory import note_written
+from .line_memory import note_written, runs_later
 from .long_options import LONG_OPTIONS, STRICT, resolve_long
 from .paths import Target, is_device, is_safe_device, is_system
 from .sed_script import sed_rule
@@ -141,6 +142,9 @@ def _copy_like(call: Call) -> None:
         destinations = positionals[-1:] if len(args.positionals) >= 2 else []
     for index, word in destinations:
         check_write(call, index, word)
+        target = call.target(word)
+        if target is not None and runs_later(target.path):
+            call.env.flag(INLINE)  # a git hook: runs on a later git command
     if call.name == "ln":
         for index, word in positionals if directory else positionals[:-1] or positionals:
             call.handled.add(index)

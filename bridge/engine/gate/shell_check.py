@@ -13,7 +13,6 @@ reading its program from stdin into ``curl_pipe_sh``; a ``find`` over system roo
 
 from __future__ import annotations
 
-import re
 from typing import Literal
 
 from .command_rules import check_argv
@@ -30,7 +29,7 @@ from .context import (
 from .deferred import arithmetic_is_code, name_is_code, note_assignment, parameter_is_code
 from .hooks import check_assignment
 from .labels import deny_label
-from .line_memory import check_written
+from .line_memory import check_written, note_written
 from .paths import Workspace, resolve
 from .shell_lexer import DYN_MARK, Lexed, Part, ShellSyntaxError, Word
 from .shell_parser import (
@@ -56,7 +55,6 @@ MAX_SCRIPT_DEPTH = 12
 Stdin = Literal["pipe", "inline", "file"] | None
 _SUBSTITUTION = "command_substitution"
 _ARITHMETIC_TESTS = frozenset({"-eq", "-ne", "-lt", "-le", "-gt", "-ge"})
-_RUNS_LATER = re.compile(r"/\.git/(hooks/|config$|info/attributes$)|/\.gitattributes$")
 
 
 def check_shell(command: str, cwd: str, workspace: Workspace) -> frozenset[str]:
@@ -346,10 +344,8 @@ class ShellChecker:
                 )
                 if label is not None:
                     self.flag(label)
-                if op != "<" and resolved is not None and not resolved.subtree:
-                    if _RUNS_LATER.search(resolved.path):
-                        self.flag(INLINE)  # a git hook or config: code for later
-                    self.note_written(resolved.path)
+                if op != "<" and resolved is not None:
+                    note_written(self, resolved)
             if op == "<" and redirect.fd in (None, 0):
                 stdin = "file"
         return stdin

@@ -218,7 +218,15 @@ def _xargs(args: list[Word], scope: Scope, env: CommandEnv) -> Unwrapped:
     if any(marker and marker in rest[0].value for marker in replace) or not rest[0].is_static:
         env.flag(UNPARSABLE)  # the program itself comes from the input
         return None, scope
-    return rest, scope
+    if replace:
+        # Each input item takes the place of the marker: a value only known at run time.
+        markers = [marker for marker in replace if marker]
+        return [_INPUT if any(m in word.value for m in markers) else word for word in rest], scope
+    return [*rest, _INPUT], scope  # the input items are appended as arguments
+
+
+_INPUT = Word("{}", (Part("dyn", ""),))
+"""An argument xargs reads from its input."""
 
 
 def _watch(args: list[Word], scope: Scope, env: CommandEnv) -> Unwrapped:
