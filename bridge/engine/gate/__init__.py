@@ -104,7 +104,8 @@ Floors (at least ``ask``):
   ``lua -e``, ``osascript -e``, ``Rscript -e``, ``bash``/``sh``/``zsh``… ``-c``, ``su -c``,
   ``eval``, an interpreter fed its program through a pipe, heredoc or here-string
   (``python3 <<EOF``), a file this line wrote and then runs (``echo … > x.sh; bash x.sh``), a
-  write into ``.git/hooks/`` or ``.git/config``, awk programs that run commands, read or write
+  local program run after the line unpacked a download (``curl … | tar x && ./install.sh``), a
+  write into ``.git/hooks/`` or ``.git/config``, ``npm config set script-shell``…, awk programs that run commands, read or write
   files (``system()``, ``|``, ``print >``, ``getline <``), sed's ``e`` and ``s///e``, editor and
   debugger commands (``vim -c``/``+cmd``/``-S``, ``emacs --eval``, ``gdb -ex``), ``make
   --eval``, ``ssh`` with a remote command or ``-o ProxyCommand``/``LocalCommand``/``-F``,

@@ -34,7 +34,9 @@ from .context import (
     check_write,
 )
 from .labels import deny_label
+from .line_memory import memory_of
 from .long_options import LONG_OPTIONS
+from .shell_lexer import Word
 from .words import Option, drop_prefix, split_args
 from .wrappers import command_string
 
@@ -110,11 +112,51 @@ def _tar(call: Call) -> None:
                 check_write(call, -1, value)
             else:
                 check_read(call, -1, value)
+    if extract:
+        archives = [o.value for o in options if o.name in ("-f", "--file") and o.value]
+        _note_unpacked(call, archives, from_stdin=not archives or archives[-1].value == "-")
     if extract and names & {"-P", "--absolute-names"}:
         call.env.flag(OUTSIDE)  # members with absolute paths land where they say
     if "--remove-files" in names:
         for index, word in parsed.positionals:
             check_write(call, index + rest_at, word)
+
+
+def _note_unpacked(call: Call, archives: list[Word], *, from_stdin: bool) -> None:
+    """An archive that is a download of this line, unpacked: its files are unknown code."""
+    memory = memory_of(call.env)
+    if memory is None:
+        return
+    downloaded = any(
+        (target := call.target(word)) is not None and call.env.downloaded(target.path)
+        for word in archives
+    )
+    if downloaded or (from_stdin and memory.stdin_is_download):
+        memory.note_unpacked()
+
+
+def _unzip(call: Call) -> None:
+    """unzip, 7z, bsdtar-likes: unpacking a download of this line."""
+    parsed = split_args(call.args, short_values="dxPo" if call.name != "unzip" else "dxP")
+    archives = [word for _, word in parsed.positionals]
+    _note_unpacked(call, archives, from_stdin=call.name in ("gunzip", "xz", "zstd", "bunzip2"))
+    for _, directory in parsed.values("-d"):
+        check_write(call, -1, directory)
+
+
+_NPM_CODE_KEYS = frozenset(
+    {"script-shell", "shell", "editor", "git", "node-options", "onload-script", "browser",
+     "viewer", "init-module", "globalconfig", "userconfig", "prefix", "ignore-scripts"}
+)  # fmt: skip
+
+
+def _package_manager(call: Call) -> None:
+    """``npm config set script-shell ./x``: a setting that runs a program later."""
+    values = [word.value for word in call.args]
+    if values[:2] in (["config", "set"], ["set"]) or values[:1] == ["set"]:
+        keys = [value.split("=", 1)[0] for value in values[2 if values[0] == "config" else 1 :]]
+        if any(key.lstrip("-") in _NPM_CODE_KEYS for key in keys[:1]):
+            call.env.flag(INLINE)
 
 
 _VI_NAMES = (
@@ -241,5 +283,7 @@ COMMAND_OPTION_RULES: dict[str, Callable[[Call], None]] = {
     **dict.fromkeys(("ssh", "scp", "sftp", "slogin", "autossh"), _ssh),
     **dict.fromkeys(("gdb", "gdb-multiarch", "lldb", "cgdb"), _debugger),
     **dict.fromkeys(("dbus-send", "gdbus", "busctl", "qdbus"), _dbus),
+    **dict.fromkeys(("unzip", "7z", "7za", "unrar", "gunzip", "bunzip2", "xz", "zstd"), _unzip),
+    **dict.fromkeys(("npm", "pnpm", "yarn"), _package_manager),
 }
 """Rules by command name (consulted by :func:`.rules.rule_for`)."""

@@ -276,6 +276,8 @@ def check_declare(call: Call) -> None:
             continue
         check_assignment(word, call.scope, call.env)
         assigned = drop_prefix(word, len(value) - len(value.partition("=")[2]))
+        if word.quoted and assigned.value.startswith("(") and ("$" in value or "`" in value):
+            call.env.flag(INLINE)  # declare 'a=([0]=$(id))': bash expands the compound value
         if reference and name_is_code(assigned, integers):
             call.env.flag(INLINE)
         if integer_attribute and (

@@ -5,7 +5,9 @@ file and then run it, all in one line: neither command alone is a risk. The chec
 the files the line wrote (a download, or anything else) and whether the command being checked
 reads a download on its stdin (``curl … | tee i.sh``); running such a file is ``curl_pipe_sh``
 for a download and ``inline_code`` for any other file the line wrote (its content is code the
-card shows only as the command that wrote it). It also keeps the variables the line gave an
+card shows only as the command that wrote it). A download unpacked by an archiver (``curl … |
+tar x``, ``unzip x.zip`` of a downloaded file) makes every later local program of the line
+``inline_code``: which files it wrote cannot be told. It also keeps the variables the line gave an
 integer value, for the arithmetic checks of :mod:`.deferred`.
 
 This is a protocol on top of the rules' ``CommandEnv``: the shell checker implements it; a rule
@@ -43,6 +45,19 @@ class LineMemory(Protocol):
         ...
 
     @property
+    def stdin_is_download(self) -> bool:
+        """The command being checked reads a download on its stdin (``curl … | tar x``)."""
+        ...
+
+    def note_unpacked(self) -> None:
+        """Remember that this line unpacked a download into files it cannot name."""
+        ...
+
+    def unpacked(self) -> bool:
+        """True if this line unpacked a download earlier."""
+        ...
+
+    @property
     def integers(self) -> set[str]:
         """Variables this line gave an integer value so far (see :mod:`.deferred`)."""
         ...
@@ -77,5 +92,5 @@ def check_written(env: CommandEnv, target: Target | None) -> None:
         env.flag(deny_label("curl_pipe_sh"))
         return
     memory = memory_of(env)
-    if memory is not None and memory.written(target.path):
-        env.flag(INLINE)
+    if memory is not None and (memory.written(target.path) or memory.unpacked()):
+        env.flag(INLINE)  # what it runs may be a file the line wrote or unpacked

@@ -80,6 +80,7 @@ class ShellChecker:
         self._written_files: set[str] = set()
         self._stdin_download = False
         self._integers: set[str] = set()
+        self._unpacked = False
 
     @property
     def workspace(self) -> Workspace:
@@ -132,6 +133,19 @@ class ShellChecker:
     def written(self, path: str) -> bool:
         """True if this line wrote ``path`` earlier (not by a download)."""
         return path in self._written_files
+
+    @property
+    def stdin_is_download(self) -> bool:
+        """The command being checked reads a download on its stdin."""
+        return self._stdin_download
+
+    def note_unpacked(self) -> None:
+        """Remember that this line unpacked a download into files it cannot name."""
+        self._unpacked = True
+
+    def unpacked(self) -> bool:
+        """True if this line unpacked a download earlier."""
+        return self._unpacked
 
     @property
     def integers(self) -> set[str]:
