@@ -16,7 +16,11 @@ code the gate cannot read (an editor's ``-c`` command, a make ``--eval``, a debu
   a remote command runs elsewhere (``inline_code``: the gate cannot judge the other machine);
 * gdb, lldb: commands given on the line (``-ex``, ``-x``, ``-o``, …) can run a shell;
 * dbus-send, gdbus, busctl: a power method is ``shutdown``; any system-bus call is
-  ``privileged``.
+  ``privileged``;
+* tar ``-x``, unzip, 7z, unrar of a download of this line: the files it unpacks cannot be named,
+  so a local program the line runs afterwards is ``inline_code`` (:mod:`.line_memory`);
+* npm, pnpm, yarn: ``config set`` of a key that names a program (``script-shell``, ``editor``,
+  ``git``, …) runs it later.
 """
 
 from __future__ import annotations
@@ -136,10 +140,10 @@ def _note_unpacked(call: Call, archives: list[Word], *, from_stdin: bool) -> Non
 
 
 def _unzip(call: Call) -> None:
-    """unzip, 7z, bsdtar-likes: unpacking a download of this line."""
-    parsed = split_args(call.args, short_values="dxPo" if call.name != "unzip" else "dxP")
+    """unzip, 7z, unrar: unpacking a download of this line; ``-d DIR`` is written."""
+    parsed = split_args(call.args, short_values="dP")
     archives = [word for _, word in parsed.positionals]
-    _note_unpacked(call, archives, from_stdin=call.name in ("gunzip", "xz", "zstd", "bunzip2"))
+    _note_unpacked(call, archives, from_stdin=False)
     for _, directory in parsed.values("-d"):
         check_write(call, -1, directory)
 
@@ -283,7 +287,7 @@ COMMAND_OPTION_RULES: dict[str, Callable[[Call], None]] = {
     **dict.fromkeys(("ssh", "scp", "sftp", "slogin", "autossh"), _ssh),
     **dict.fromkeys(("gdb", "gdb-multiarch", "lldb", "cgdb"), _debugger),
     **dict.fromkeys(("dbus-send", "gdbus", "busctl", "qdbus"), _dbus),
-    **dict.fromkeys(("unzip", "7z", "7za", "unrar", "gunzip", "bunzip2", "xz", "zstd"), _unzip),
+    **dict.fromkeys(("unzip", "7z", "7za", "unrar"), _unzip),
     **dict.fromkeys(("npm", "pnpm", "yarn"), _package_manager),
 }
 """Rules by command name (consulted by :func:`.rules.rule_for`)."""

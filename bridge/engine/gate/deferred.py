@@ -97,14 +97,16 @@ def arithmetic_is_code(text: str, integers: set[str]) -> bool:
             continue
         name = ident.group()
         index = ident.end()
-        rest = text[index:].lstrip()
-        if rest.startswith("=") and not rest.startswith("=="):
+        after = index
+        while after < len(text) and text[after].isspace():
+            after += 1
+        if text.startswith("=", after) and not text.startswith("==", after):
             assigned.append(name)  # the target of "=" is not read
             continue
-        if rest.startswith("["):
+        if text.startswith("[", after):
             risky = True  # an array element: its value is unknown
             continue
-        if rest.startswith(_ASSIGN_OPS):
+        if text.startswith(_ASSIGN_OPS, after):
             assigned.append(name)
         risky |= name not in integers and name not in BUILTIN_INTEGERS
     integers.update(assigned)
