@@ -6,7 +6,10 @@ same line (or session). The gate checks the code they hold like a line of its ow
 rule inside still blocks) and flags ``inline_code`` unless the value is just a program name
 (``GIT_EDITOR=true git rebase --continue`` is the everyday case and stays quiet).
 Variables that load code into every process (``LD_PRELOAD``, ``BASH_ENV``, ``NODE_OPTIONS``, …)
-are ``inline_code`` whatever their value.
+are ``inline_code`` whatever their value, and so are ``BASH_FUNC_name%%=…`` (a function every
+bash below defines) and the ``GIT_CONFIG_KEY_n``/``GIT_CONFIG_VALUE_n`` pairs. A prompt string
+(``PS0``–``PS4``) is code when it holds an expansion: bash expands it each time it prints it, and
+``PS4`` is printed before every command under ``set -x``.
 """
 
 from __future__ import annotations
