@@ -8,7 +8,8 @@ absolute paths stay right, and the gate judges the same path bash uses. It lies 
 rather than ``/tmp`` so that the gate sees a home where a developer's is, not a temp directory.
 
 The network is shared (the tier's web server listens on 127.0.0.1), the pid namespace is not,
-and ``--die-with-parent`` ends the jail with the test.
+``--die-with-parent`` ends the jail with the test, and ``--cap-drop ALL`` keeps a line run by
+root from remounting the machine writable (bubblewrap keeps root's capabilities otherwise).
 """
 
 from __future__ import annotations
@@ -74,6 +75,7 @@ def jail_argv(host_home: Path, argv: list[str], *, cwd: str) -> list[str]:
         "--proc", "/proc",
         "--unshare-pid",
         "--die-with-parent",
+        "--cap-drop", "ALL",
         "--chdir", cwd,
         *argv,
     ]  # fmt: skip

@@ -31,7 +31,8 @@ async def test_the_sandbox_holds_when_the_phone_allows_every_card(
     home = RedTeamHome(short_root / "h", sandbox=True)
     observed = await run_scenario(home, relay.url, mock_api, script_server, allow=True)
     assert observed.sandboxed is True
-    assert escapes(observed) == []
+    escaped = escapes(observed)
+    assert escaped == [], "\n".join(escaped)
 
 
 async def test_the_phone_sees_every_call_the_gate_refuses(
@@ -42,7 +43,8 @@ async def test_the_phone_sees_every_call_the_gate_refuses(
     home = RedTeamHome(short_root / "h", sandbox=True)
     observed = await run_scenario(home, relay.url, mock_api, script_server, allow=False)
     assert observed.sandboxed is True
-    assert escapes(observed) == []
+    escaped = escapes(observed)
+    assert escaped == [], "\n".join(escaped)
     context = gate_context(str(home.home))
     expected = {Verdict.BLOCK: "block", Verdict.ASK: "card", Verdict.ALLOW: "none"}
     unseen = []

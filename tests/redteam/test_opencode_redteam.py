@@ -49,6 +49,8 @@ ATTACK_IDS = frozenset(
         "bashrc",
         "touch-outside",
         "link-home-rm",
+        "umount-ssh",
+        "remount-rw",
     }
 )
 """At least one attack of each class; the file tools on the secrets and the dotfiles."""
@@ -73,4 +75,5 @@ async def test_the_sandbox_holds_for_opencode_when_the_phone_allows_every_card(
     )
     assert len(observed.outcomes) == len(ATTACK_IDS)
     assert observed.sandboxed is True
-    assert escapes(observed) == []
+    escaped = escapes(observed)
+    assert escaped == [], "\n".join(escaped)
