@@ -38,6 +38,33 @@ _CP_MV = (
     "no-copy"
 )
 
+_WRAPPERS = (
+    ("timeout", "foreground kill-after preserve-status signal verbose"),
+    ("nice", "adjustment"),
+    ("nohup", ""),
+    ("env", "ignore-environment null unset chdir split-string block-signal "
+            "default-signal ignore-signal list-signal-handling debug"),
+    ("stdbuf", "input output error"),
+    ("ionice", "class classdata pid pgid ignore uid"),
+    ("xargs", "null arg-file delimiter eof replace max-lines max-args open-tty "
+              "interactive no-run-if-empty max-chars show-limits verbose exit "
+              "max-procs process-slot-var"),
+    ("time", "format portability output append verbose quiet"),
+    ("sudo", "askpass background bell close-from chdir preserve-env edit group "
+             "set-home host login remove-timestamp reset-timestamp list "
+             "non-interactive preserve-groups prompt chroot role stdin shell type "
+             "command-timeout other-user user validate"),
+    ("flock", "shared exclusive unlock nonblock no-fork timeout wait "
+              "conflict-exit-code close command fcntl verbose"),
+    ("watch", "beep color no-color differences errexit exec chgexit equexit interval "
+              "precise no-rerun no-title no-wrap shotsdir"),
+    ("setsid", "ctty fork wait"),
+    ("taskset", "all-tasks pid cpu-list"),
+    ("chrt", "all-tasks batch deadline fifo idle other rr reset-on-fork max pid "
+             "sched-runtime sched-period sched-deadline verbose"),
+)  # fmt: skip
+"""Wrappers (:mod:`.wrappers`) and their long options."""
+
 LONG_OPTIONS: Mapping[str, frozenset[str]] = {
     "rm": _table(
         f"{_COREUTILS} force interactive one-file-system no-preserve-root preserve-root "
@@ -149,12 +176,15 @@ LONG_OPTIONS: Mapping[str, frozenset[str]] = {
         "empty keep-empty no-keep-empty reapply-cherry-picks no-reapply-cherry-picks "
         "allow-empty-message context skip no-ff force-rebase"
     ),
+    **{name: _table(f"{_COREUTILS} {options}") for name, options in _WRAPPERS},
 }
 """Each program's long options (git subcommands as ``git <sub>``), full names with ``--``."""
 
 STRICT = frozenset({"rm", "chmod", "chown", "chgrp", "git push", "git send-pack"})
 """Programs whose table is complete and whose options can destroy: an unknown long option is
-``unparsable_command`` (a newer version's option, or a spelling the gate does not read)."""
+``unparsable_command`` (a newer version's option, or a spelling the gate does not read). The
+wrappers with a table are strict too (:mod:`.wrappers`): an option they cannot read may take a
+value, and then the command they run is not the word the gate would look at."""
 
 
 def resolve_long(name: str, known: frozenset[str]) -> tuple[str, ...]:

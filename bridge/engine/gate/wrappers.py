@@ -25,6 +25,7 @@ from .context import (
 )
 from .hooks import check_assignment
 from .labels import deny_label
+from .long_options import LONG_OPTIONS
 from .paths import resolve
 from .shell_lexer import Part, ShellSyntaxError, Word, lex
 from .words import Args, drop_prefix, split_args
@@ -61,23 +62,51 @@ def _rest(args: list[Word], parsed: Args) -> list[Word] | None:
     return args[parsed.positionals[0][0] :] if parsed.positionals else None
 
 
-def _plain(short: str = "", long: frozenset[str] = frozenset(), label: str = "") -> Wrapper:
+def _split(
+    name: str,
+    args: list[Word],
+    env: CommandEnv,
+    short: str = "",
+    long: frozenset[str] = frozenset(),
+) -> Args | None:
+    """A wrapper's options, its long ones resolved against its table (``timeout --sig KILL``
+    is ``--signal``); None (and ``unparsable_command``) when one is unknown, or ambiguous
+    between options of which one takes a value: then which word is the command is not known."""
+    table = LONG_OPTIONS.get(name)
+    parsed = split_args(
+        args, short_values=short, long_values=long, first_positional_ends=True, known_long=table
+    )
+    if table is None:
+        return parsed
+    readings: dict[int, list[str]] = {}
+    for option in parsed.options:
+        readings.setdefault(option.index, []).append(option.name)
+    ambiguous = any(len(names) > 1 and set(names) & long for names in readings.values())
+    if parsed.unknown or ambiguous:
+        env.flag(UNPARSABLE)
+        return None
+    return parsed
+
+
+def _plain(
+    short: str = "", long: frozenset[str] = frozenset(), label: str = "", name: str = ""
+) -> Wrapper:
     """A wrapper that runs its first operand: nice, stdbuf, setsid, nohup, …"""
 
     def unwrap(args: list[Word], scope: Scope, env: CommandEnv) -> Unwrapped:
         if label:
             env.flag(label)
-        parsed = split_args(args, short_values=short, long_values=long, first_positional_ends=True)
-        return _rest(args, parsed), scope
+        parsed = _split(name, args, env, short, long)
+        return (_rest(args, parsed) if parsed is not None else None), scope
 
     return unwrap
 
 
 def _sudo(args: list[Word], scope: Scope, env: CommandEnv) -> Unwrapped:
     env.flag(PRIVILEGED)
-    parsed = split_args(
-        args, short_values="CDghpRrtTUu", long_values=_SUDO_LONG, first_positional_ends=True
-    )
+    parsed = _split("sudo", args, env, "CDghpRrtTUu", _SUDO_LONG)
+    if parsed is None:
+        return None, scope
     if parsed.has("-b", "--background"):
         env.flag(BACKGROUND)
     for _, directory in parsed.values("-D", "--chdir"):
@@ -126,16 +155,15 @@ def _su(args: list[Word], scope: Scope, env: CommandEnv) -> Unwrapped:
 
 
 def _env(args: list[Word], scope: Scope, env: CommandEnv) -> Unwrapped:
-    parsed = split_args(
-        args,
-        short_values="uCSP",
-        long_values=frozenset({"--unset", "--chdir", "--split-string"}),
-        first_positional_ends=True,
-    )
+    parsed = _split("env", args, env, "uCSP", frozenset({"--unset", "--chdir", "--split-string"}))
+    if parsed is None:
+        return None, scope
     for _, directory in parsed.values("-C", "--chdir"):
         scope = scope.copy()
         enter_directory(scope, directory, env)
     rest = _rest(args, parsed) or []
+    if rest and rest[0].value == "-":
+        rest = rest[1:]  # "env -" is "env -i"
     for _, line in parsed.values("-S", "--split-string"):
         split = _split_string(line, env)
         if split is None:
@@ -172,46 +200,23 @@ def _command_builtin(args: list[Word], scope: Scope, env: CommandEnv) -> Unwrapp
 
 
 def _timeout(args: list[Word], scope: Scope, env: CommandEnv) -> Unwrapped:
-    parsed = split_args(
-        args,
-        short_values="sk",
-        long_values=frozenset({"--signal", "--kill-after"}),
-        first_positional_ends=True,
-    )
-    rest = _rest(args, parsed)
+    parsed = _split("timeout", args, env, "sk", frozenset({"--signal", "--kill-after"}))
+    rest = _rest(args, parsed) if parsed is not None else None
     return (rest[1:] if rest else None), scope  # the first operand is the duration
 
 
 def _time(args: list[Word], scope: Scope, env: CommandEnv) -> Unwrapped:
-    parsed = split_args(
-        args,
-        short_values="fo",
-        long_values=frozenset({"--format", "--output"}),
-        first_positional_ends=True,
-    )
+    parsed = _split("time", args, env, "fo", frozenset({"--format", "--output"}))
+    if parsed is None:
+        return None, scope
     _edit([word for _, word in parsed.values("-o", "--output")], scope, env)
     return _rest(args, parsed), scope
 
 
 def _xargs(args: list[Word], scope: Scope, env: CommandEnv) -> Unwrapped:
-    parsed = split_args(
-        args,
-        short_values="adEILnPs",
-        long_values=frozenset(
-            {
-                "--arg-file",
-                "--delimiter",
-                "--eof",
-                "--replace",
-                "--max-lines",
-                "--max-args",
-                "--max-procs",
-                "--max-chars",
-                "--process-slot-var",
-            }
-        ),
-        first_positional_ends=True,
-    )
+    parsed = _split("xargs", args, env, "adEILnPs", _XARGS_LONG)
+    if parsed is None:
+        return None, scope
     rest = _rest(args, parsed) or [Word("echo", (Part("lit", "echo"),))]
     replace = [word.value for _, word in parsed.values("-I", "--replace")]
     replace += ["{}"] if parsed.has("-i") else []
@@ -228,11 +233,16 @@ def _xargs(args: list[Word], scope: Scope, env: CommandEnv) -> Unwrapped:
 _INPUT = Word("{}", (Part("dyn", ""),))
 """An argument xargs reads from its input."""
 
+_XARGS_LONG = frozenset(
+    {"--arg-file", "--delimiter", "--eof", "--replace", "--max-lines", "--max-args",
+     "--max-procs", "--max-chars", "--process-slot-var"}
+)  # fmt: skip
+
 
 def _watch(args: list[Word], scope: Scope, env: CommandEnv) -> Unwrapped:
-    parsed = split_args(
-        args, short_values="n", long_values=frozenset({"--interval"}), first_positional_ends=True
-    )
+    parsed = _split("watch", args, env, "nq", frozenset({"--interval", "--equexit", "--shotsdir"}))
+    if parsed is None:
+        return None, scope
     rest = _rest(args, parsed)
     if rest is None or parsed.has("-x", "--exec") or not all(w.is_static for w in rest):
         return rest, scope
@@ -242,12 +252,11 @@ def _watch(args: list[Word], scope: Scope, env: CommandEnv) -> Unwrapped:
 
 def _flock(args: list[Word], scope: Scope, env: CommandEnv) -> Unwrapped:
     """``flock [opts] FILE CMD…`` or ``flock [opts] FILE -c CMD`` (the lock file is not judged)."""
-    parsed = split_args(
-        args,
-        short_values="wE",
-        long_values=frozenset({"--timeout", "--conflict-exit-code"}),
-        first_positional_ends=True,
+    parsed = _split(
+        "flock", args, env, "wE", frozenset({"--timeout", "--wait", "--conflict-exit-code"})
     )
+    if parsed is None:
+        return None, scope
     rest = _rest(args, parsed)
     after = rest[1:] if rest else []
     if after and after[0].value in ("-c", "--command"):
@@ -330,8 +339,8 @@ def _skip_operands(count: int, short: str = "", long: frozenset[str] = frozenset
 
 def _taskset(args: list[Word], scope: Scope, env: CommandEnv) -> Unwrapped:
     """``taskset [-a] [-c] MASK CMD…``; ``taskset -p [MASK] PID`` runs nothing."""
-    parsed = split_args(args, first_positional_ends=True)
-    if parsed.has("-p", "--pid"):
+    parsed = _split("taskset", args, env)
+    if parsed is None or parsed.has("-p", "--pid"):
         return None, scope
     rest = _rest(args, parsed)
     return (rest[1:] if rest else None), scope
@@ -339,13 +348,14 @@ def _taskset(args: list[Word], scope: Scope, env: CommandEnv) -> Unwrapped:
 
 def _chrt(args: list[Word], scope: Scope, env: CommandEnv) -> Unwrapped:
     """``chrt [policy] [PRIORITY] CMD…``; ``chrt -p …`` changes a running process."""
-    parsed = split_args(
+    parsed = _split(
+        "chrt",
         args,
-        short_values="TPD",
-        long_values=frozenset({"--sched-runtime", "--sched-period", "--sched-deadline"}),
-        first_positional_ends=True,
+        env,
+        "TPD",
+        frozenset({"--sched-runtime", "--sched-period", "--sched-deadline"}),
     )
-    if parsed.has("-p", "--pid"):
+    if parsed is None or parsed.has("-p", "--pid"):
         return None, scope
     rest = _rest(args, parsed)
     if rest and rest[0].value.isdigit():
@@ -503,6 +513,7 @@ def _unparsed(args: list[Word], scope: Scope, env: CommandEnv) -> Unwrapped:
     return None, scope
 
 
+_IONICE_LONG = frozenset({"--class", "--classdata", "--pid", "--pgid", "--uid"})
 _STRACE_LONG = frozenset(
     {"--trace", "--output", "--attach", "--string-limit", "--user", "--env", "--signal",
      "--status", "--quiet", "--decode-fds", "--trace-path", "--columns", "--abbrev",
@@ -527,17 +538,17 @@ WRAPPERS: dict[str, Wrapper] = {
     "pkexec": _plain(long=frozenset({"--user"}), label=PRIVILEGED),
     "run0": _plain("uDg", frozenset({"--user", "--chdir", "--group"}), label=PRIVILEGED),
     "su": _su,
-    "nohup": _plain(label=BACKGROUND),
+    "nohup": _plain(label=BACKGROUND, name="nohup"),
     "coproc": _plain(label=BACKGROUND),
-    "setsid": _plain(label=BACKGROUND),
+    "setsid": _plain(label=BACKGROUND, name="setsid"),
     "disown": _disown,
     "env": _env,
     "command": _command_builtin,
     "builtin": _plain(),
     "exec": _plain("a"),
-    "nice": _plain("n", frozenset({"--adjustment"})),
-    "ionice": _plain("cnpPu", frozenset({"--class", "--classdata", "--pid", "--pgid", "--uid"})),
-    "stdbuf": _plain("ioe", frozenset({"--input", "--output", "--error"})),
+    "nice": _plain("n", frozenset({"--adjustment"}), name="nice"),
+    "ionice": _plain("cnpPu", _IONICE_LONG, name="ionice"),
+    "stdbuf": _plain("ioe", frozenset({"--input", "--output", "--error"}), name="stdbuf"),
     "time": _time,
     "timeout": _timeout,
     "xargs": _xargs,
