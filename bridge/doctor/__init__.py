@@ -4,6 +4,7 @@
 - `local`: home and database permissions, identity, credentials (no network, no writes);
 - `claude`: the Claude Code CLI (bundled with claude-agent-sdk, or on PATH) and its version;
 - `agents`: whether each configured ACP agent (OpenCode, ``[agents.<id>]``) starts;
+- `sandbox`: whether agents run under bubblewrap, what is hidden from them, and why not;
 - `relays`: relay probes (connect, REQ, EOSE), the embedded relay's LAN address, clock skew;
 - `command`: the order of the checks, the report, and the CLI glue.
 """
@@ -43,6 +44,7 @@ from bridge.doctor.relays import (
     check_relay,
     probe_relay,
 )
+from bridge.doctor.sandbox import check_sandbox_support
 
 __all__ = [
     "CHECK_NAMES",
@@ -66,6 +68,7 @@ __all__ = [
     "check_identity",
     "check_lan",
     "check_relay",
+    "check_sandbox_support",
     "claude_login_file",
     "cli_version",
     "find_bundled_cli",

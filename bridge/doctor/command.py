@@ -34,6 +34,7 @@ from bridge.doctor.claude import check_claude
 from bridge.doctor.local import check_credentials, check_database, check_home, check_identity
 from bridge.doctor.model import Check, Status
 from bridge.doctor.relays import RelayProbe, check_clock, check_lan, check_relay, probe_relay
+from bridge.doctor.sandbox import check_sandbox_support
 from store.errors import StoreError
 from store.lock import read_lock_holder
 
@@ -56,6 +57,7 @@ CHECK_NAMES: Final = (
     "claude",
     "agent",
     "credentials",
+    "sandbox",
     "clock",
     "registration",
 )
@@ -200,6 +202,8 @@ async def run_checks(
         checks.extend(await check_agents(settings.agents, env))
     if want("credentials"):
         checks.append(check_credentials(home, env))
+    if want("sandbox") and settings is not None:
+        checks.append(await asyncio.to_thread(check_sandbox_support, settings, env))
     if want("clock"):
         checks.append(check_clock(probes))
     if want("registration"):

@@ -390,7 +390,8 @@ class AgentEnvironment:
                 store=store,
                 orphan_timeout=DEFAULT_ORPHAN_TIMEOUT,
                 log_level=log_level,
-                sandbox_for=self.sandbox_for,
+                # The scripted test agent runs inside its host: no process to confine.
+                sandbox_for=self.sandbox_for if kind != "scripted" else None,
             )
 
         return make

@@ -271,9 +271,12 @@ def home_with_agents(
     root: Path,
     agents: Mapping[str, Sequence[str] | str],
     labels: Mapping[str, str] | None = None,
+    sandbox_writable: Sequence[Path] = (),
 ) -> Path:
     """A new bridge home under `root` whose config.toml has an ``[agents.<id>]`` table per agent
-    (the id → its command: an argv list, or a command line; `labels` by id)."""
+    (the id → its command: an argv list, or a command line; `labels` by id), and
+    ``[sandbox] writable`` for an agent that keeps state outside its session folder (each path
+    is made: the sandbox binds only what exists)."""
     home = root / "home"
     home.mkdir(mode=0o700)
     tables = []
@@ -283,5 +286,10 @@ def home_with_agents(
         if labels and agent_id in labels:
             table += f"label = {json.dumps(labels[agent_id])}\n"
         tables.append(table)
+    if sandbox_writable:
+        for path in sandbox_writable:
+            path.mkdir(parents=True, exist_ok=True)
+        paths = json.dumps([str(path) for path in sandbox_writable])
+        tables.append(f"[sandbox]\nwritable = {paths}\n")
     (home / "config.toml").write_text("\n".join(tables))
     return home

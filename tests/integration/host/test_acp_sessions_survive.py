@@ -33,7 +33,9 @@ async def daemon(
     relay: LoopbackRelay, tmp_path: Path, workspace: Path
 ) -> AsyncIterator[DaemonProcess]:
     agent = fake_agent_command("--state", str(tmp_path / "agent-state"))
-    home = home_with_agents(tmp_path, {"opencode": agent})
+    home = home_with_agents(
+        tmp_path, {"opencode": agent}, sandbox_writable=[tmp_path / "agent-state"]
+    )
     async with DaemonProcess(home, [relay.url], workspace) as running:
         yield running
     running.kill()
@@ -154,4 +156,10 @@ def _is_fake_agent_of(pid: int, workspace: Path) -> bool:
         cwd = os.readlink(f"/proc/{pid}/cwd")
     except OSError:
         return False
-    return any(part.endswith(b"fake_acp_agent.py") for part in cmdline) and cwd == str(workspace)
+    # Not the bwrap around it (its command line holds the agent's): the agent itself.
+    sandbox = Path(cmdline[0].decode(errors="replace")).name == "bwrap"
+    return (
+        not sandbox
+        and any(part.endswith(b"fake_acp_agent.py") for part in cmdline)
+        and cwd == str(workspace)
+    )

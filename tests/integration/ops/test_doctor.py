@@ -103,6 +103,7 @@ async def test_doctor_passes_with_a_reachable_relay(
         "claude": ["pass"],
         "agent": ["skip"],  # no ACP agent configured, no OpenCode on the test's PATH
         "credentials": ["pass"],
+        "sandbox": ["pass"],  # bubblewrap runs here (.ci/run installs it)
         "clock": ["skip"],  # LocalRelay sends no Date header, and holds no future event
         "registration": ["skip"],
     }
