@@ -212,7 +212,11 @@ EDGE_CASES = [
     # (checked with bash 5.2: a `touch` in place of the rm left its file).
     ("echo \"${y:-'$(rm -rf ~)'}\"", "block", ["deny_list:rm_rf", "command_substitution"]),
     ("echo \"${y:-'`id`'}\"", "ask", ["command_substitution"]),
-    ("echo $(( '$(rm -rf ~)' ))", "block", ["deny_list:rm_rf", "command_substitution", "inline_code"]),
+    (
+        "echo $(( '$(rm -rf ~)' ))",
+        "block",
+        ["deny_list:rm_rf", "command_substitution", "inline_code"],
+    ),
     ("cat <<EOF\n${y:-'$(rm -rf ~)'}\nEOF", "block", ["deny_list:rm_rf", "command_substitution"]),
     ("(( '$(rm -rf ~)' ))", "ask", ["unparsable_command"]),
     ("for ((i='$(id)';;)); do :; done", "ask", ["unparsable_command"]),
