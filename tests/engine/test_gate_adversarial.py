@@ -511,6 +511,8 @@ BENIGN: list[str] = [
     "git clean -ffdx",
     "git reset --hard origin/main",
     "timeout --preserve-status 5 pytest",
+    "[[ ${#arr[@]} -gt 0 ]]",
+    "(( ${#x} > 3 ))",
     "env -i PATH=/usr/bin make",
     "env --unset=FOO make",
     "watch -n 2 'ls -la'",
@@ -658,6 +660,10 @@ def test_sed_scripts_the_parser_cannot_follow_are_refused(script: str) -> None:
         ("$# > 0", set(), False),
         ("$1 > 0", set(), True),
         ("'1'", set(), True),
+        ("${#x} > 3", set(), False),
+        ("${#a[@]} + ${n}", {"n"}, False),
+        ("${x} + 1", set(), True),
+        ("$(id) + 1", set(), True),
     ],
 )
 def test_arithmetic_is_code_unless_every_value_is_known(

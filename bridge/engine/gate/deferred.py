@@ -47,6 +47,7 @@ _SAFE_SPECIALS = frozenset("#?$!")
 _LITERAL_SUBSCRIPT = re.compile(r"\s*(-?[0-9]+|@|\*)\s*")
 _NAME_WITH_SUBSCRIPT = re.compile(r"([A-Za-z_][A-Za-z0-9_]*)(\[(.*)\])?", re.DOTALL)
 _INTEGER = re.compile(r"[+-]?[0-9]+")
+_LENGTH = re.compile(r"#([A-Za-z_][A-Za-z0-9_]*(\[(@|\*|[0-9]+)\])?)?")
 
 
 def arithmetic_is_code(text: str, integers: set[str]) -> bool:
@@ -81,10 +82,13 @@ def arithmetic_is_code(text: str, integers: set[str]) -> bool:
             if ident is None:
                 # "${…}", "$(…)", "$1": judged as their own substitution, but the value they
                 # expand to is evaluated here.
-                risky |= not text.startswith("${", index) or not _braced_integer(
-                    text, index, integers
-                )
-                index += 1
+                if text.startswith("${", index):
+                    risky |= not _braced_integer(text, index, integers)
+                    end = text.find("}", index)
+                    index = end + 1 if end > 0 else index + 1
+                else:
+                    risky = True
+                    index += 1
                 continue
             risky |= ident.group() not in integers and ident.group() not in BUILTIN_INTEGERS
             index = ident.end()
@@ -114,9 +118,11 @@ def arithmetic_is_code(text: str, integers: set[str]) -> bool:
 
 
 def _braced_integer(text: str, index: int, integers: set[str]) -> bool:
-    """``${name}`` of a known integer inside an arithmetic expression."""
+    """``${name}`` of a known integer, or a length (``${#x}``, ``${#a[@]}``), inside an
+    arithmetic expression."""
     end = text.find("}", index)
-    return end > 0 and text[index + 2 : end] in integers
+    content = text[index + 2 : end] if end > 0 else ""
+    return content in integers or _LENGTH.fullmatch(content) is not None
 
 
 def parameter_is_code(text: str, integers: set[str]) -> bool:
