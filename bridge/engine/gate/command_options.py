@@ -20,7 +20,9 @@ code the gate cannot read (an editor's ``-c`` command, a make ``--eval``, a debu
 * tar ``-x``, unzip, 7z, unrar of a download of this line: the files it unpacks cannot be named,
   so a local program the line runs afterwards is ``inline_code`` (:mod:`.line_memory`);
 * npm, pnpm, yarn: ``config set`` of a key that names a program (``script-shell``, ``editor``,
-  ``git``, …) runs it later.
+  ``git``, …) runs it later;
+* nc/ncat ``-e``/``-c``, socat ``EXEC:``/``SYSTEM:``: a program wired to a socket;
+  ``man -P``, ``zip -TT``: a command as an option's value; ed reads commands (``!``) on stdin.
 """
 
 from __future__ import annotations
@@ -51,14 +53,14 @@ _TAR_LONG_VALUES = frozenset(
     {"--file", "--directory", "--blocking-factor", "--info-script", "--new-volume-script",
      "--format", "--listed-incremental", "--use-compress-program", "--starting-file",
      "--newer", "--after-date", "--files-from", "--label", "--exclude-from", "--to-command",
-     "--rsh-command", "--checkpoint-action", "--exclude", "--transform", "--xform", "--owner",
+     "--rsh-command", "--rmt-command", "--checkpoint-action", "--exclude", "--transform", "--xform", "--owner",
      "--group", "--mode", "--mtime", "--suffix", "--record-size", "--tape-length",
      "--index-file", "--level", "--occurrence", "--pax-option", "--strip-components",
      "--warning", "--sort", "--hole-detection", "--xattrs-include", "--xattrs-exclude"}
 )  # fmt: skip
 _TAR_COMMANDS = frozenset(
-    {"-I", "--use-compress-program", "--to-command", "--rsh-command", "-F", "--info-script",
-     "--new-volume-script"}
+    {"-I", "--use-compress-program", "--to-command", "--rsh-command", "--rmt-command", "-F",
+     "--info-script", "--new-volume-script"}
 )  # fmt: skip
 _TAR_CREATE = frozenset({"-c", "--create", "-r", "--append", "-u", "--update", "-A",
                          "--catenate", "--concatenate", "--delete"})  # fmt: skip
@@ -277,6 +279,55 @@ def _dbus(call: Call) -> None:
         call.env.flag(PRIVILEGED)
 
 
+_NETCAT_EXEC = frozenset({"-e", "-c", "--exec", "--sh-exec", "--lua-exec"})
+_SOCAT_EXEC = re.compile(r"(?i)(exec|system):(.*)")
+
+
+def _netcat(call: Call) -> None:
+    """nc/ncat ``-e PROG``/``-c CMD``: a program wired to a socket (a remote shell)."""
+    for index, word in enumerate(call.args):
+        name, equals, _ = word.value.partition("=")
+        if name in _NETCAT_EXEC:
+            call.env.flag(INLINE)
+            if equals:
+                command_string(drop_prefix(word, len(name) + 1), call.scope, call.env)
+            elif index + 1 < len(call.args):
+                command_string(call.args[index + 1], call.scope, call.env)
+
+
+def _socat(call: Call) -> None:
+    """socat ``EXEC:cmd``/``SYSTEM:cmd`` addresses run a command wired to the other address."""
+    for word in call.args:
+        match = _SOCAT_EXEC.fullmatch(word.value)
+        if match is not None:
+            call.env.flag(INLINE)
+            command = match.group(2).split(",", 1)[0]
+            if word.is_static and command:
+                call.env.nested_script(command, call.scope.cwd)
+
+
+def _command_option(short: str, long: tuple[str, ...]) -> Callable[[Call], None]:
+    """A program with one option whose value is a command: ``man -P``, ``zip -TT``."""
+
+    def rule(call: Call) -> None:
+        for index, word in enumerate(call.args):
+            name, equals, _ = word.value.partition("=")
+            if name in long and equals:
+                command_string(drop_prefix(word, len(name) + 1), call.scope, call.env)
+            elif word.value == short or name in long:
+                if index + 1 < len(call.args):
+                    command_string(call.args[index + 1], call.scope, call.env)
+            elif short and word.value.startswith(short) and len(word.value) > len(short):
+                command_string(drop_prefix(word, len(short)), call.scope, call.env)
+
+    return rule
+
+
+def _ed(call: Call) -> None:
+    """ed reads its commands from stdin, and ``!`` runs a shell."""
+    call.facts.stdin_program = True
+
+
 COMMAND_OPTION_RULES: dict[str, Callable[[Call], None]] = {
     "tar": _tar,
     "gtar": _tar,
@@ -289,5 +340,10 @@ COMMAND_OPTION_RULES: dict[str, Callable[[Call], None]] = {
     **dict.fromkeys(("dbus-send", "gdbus", "busctl", "qdbus"), _dbus),
     **dict.fromkeys(("unzip", "7z", "7za", "unrar"), _unzip),
     **dict.fromkeys(("npm", "pnpm", "yarn"), _package_manager),
+    **dict.fromkeys(("nc", "ncat", "netcat", "nc.traditional", "nc.openbsd"), _netcat),
+    "socat": _socat,
+    "man": _command_option("-P", ("--pager", "--html")),
+    "zip": _command_option("-TT", ("--unzip-command",)),
+    "ed": _ed,
 }
 """Rules by command name (consulted by :func:`.rules.rule_for`)."""

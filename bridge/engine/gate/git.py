@@ -41,6 +41,7 @@ _COMMAND_OPTIONS = {
     "ls-remote": ("--upload-pack",),
     "archive": ("--exec",),
     "difftool": ("-x", "--extcmd"),
+    "instaweb": ("-d", "--httpd", "-b", "--browser"),
     "send-email": ("--to-cmd", "--cc-cmd", "--sendmail-cmd", "--header-cmd", "--smtp-server"),
     "filter-branch": (
         "--env-filter", "--tree-filter", "--index-filter", "--parent-filter", "--msg-filter",

@@ -125,6 +125,7 @@ _BY_NAME: dict[str, Interpreter] = {
     "ghci": _SCRIPT_ONLY,
     "runghc": _SCRIPT_ONLY,
     "gnuplot": _SIMPLE_E,
+    "dc": Interpreter(inline="e", script="f"),
     "Rscript": _SIMPLE_E,
     "R": _SIMPLE_E,
 }

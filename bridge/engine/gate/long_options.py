@@ -115,7 +115,7 @@ LONG_OPTIONS: Mapping[str, frozenset[str]] = {
         "exclude-tag exclude-tag-all exclude-tag-under exclude-vcs exclude-vcs-ignores "
         "exclude-from files-from file force-local gzip gunzip bzip2 xz lzip lzma lzop zstd "
         "compress uncompress auto-compress use-compress-program checkpoint checkpoint-action "
-        "to-command to-stdout info-script new-volume-script rsh-command keep-old-files "
+        "to-command to-stdout info-script new-volume-script rsh-command rmt-command keep-old-files "
         "keep-newer-files overwrite overwrite-dir recursive-unlink remove-files unlink-first "
         "skip-old-files strip-components transform xform absolute-names dereference "
         "hard-dereference one-file-system owner group mode mtime numeric-owner preserve "
