@@ -130,7 +130,8 @@ workspace), ``xargs``, ``git rebase -x``, ``git submodule foreach``, ``git bisec
 filter-branch --*-filter``, ``--upload-pack``/``--receive-pack``, ``git difftool -x``, ``git grep
 -O``, ``tar --checkpoint-action=exec=``/``--to-command``/``-I``/``--rsh-command``/``-F``, ``rsync
 -e``/``--rsync-path``, sed ``e COMMAND``, ``strace -o '|cmd'``, ``script -c``, ``sg``/``runuser``
-``-c``, ``entr -s``, ``watch``, ``env -S``. sed's ``w``/``W`` files are write targets and its
+``-c``, ``entr -s``, ``watch``, ``env -S``, ``man -P``, ``zip -TT``, ``nc -e``/``-c``, socat
+``EXEC:``/``SYSTEM:``. sed's ``w``/``W`` files are write targets and its
 ``r``/``R`` files read targets; ``tar -x -C dir`` writes there. GNU long options are resolved the
 way the programs resolve them: a unique prefix is the option (``rm --recu``, ``chmod --rec``,
 ``git push --dele``), and an ambiguous one stands for every option it could be, so a prefix of a
