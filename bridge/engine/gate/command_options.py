@@ -237,7 +237,7 @@ def _ssh(call: Call) -> None:
     )
     call.handled.update(option.index for option in parsed.options)
     for _, setting in parsed.values("-o"):
-        key, _, value = re.sub(r"[\s=]+", "\0", setting.value.strip(), count=1).partition("\0")
+        key, _, value = re.sub(r"[\s=]+", " ", setting.value.strip(), count=1).partition(" ")
         if key.lower() in _SSH_LOCAL:
             call.env.flag(INLINE)
             if setting.is_static and value.strip():

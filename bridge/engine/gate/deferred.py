@@ -241,8 +241,8 @@ def check_name_builtin(call: Call) -> None:
             integers.discard(word.value)
     elif name == "wait":
         parsed = split_args(args, short_values="p")
-        for _, word in parsed.values("-p"):
-            call.handled.add(_)
+        for index, word in parsed.values("-p"):
+            call.handled.add(index)
             if name_is_code(word, integers):
                 flag(INLINE)
     elif name in ("test", "["):
