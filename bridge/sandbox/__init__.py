@@ -9,6 +9,7 @@ from .bwrap import BASE_OPTIONS, bwrap_argv
 from .hidden import HOME_SECRETS, expand_user, hidden_paths, is_hidden
 from .policy import (
     AGENT_STATE,
+    MADE_WHEN_MISSING,
     DiskFacts,
     PolicyError,
     SandboxPolicy,
@@ -18,13 +19,14 @@ from .policy import (
 )
 from .probe import INSTALL_FIX, SandboxSupport, check_sandbox, find_bwrap
 from .settings import SANDBOX_KEYS, SandboxConfigError, SandboxSettings, parse_sandbox
-from .survey import SKIPPED, WALK_DEPTH, WALK_LIMIT, find_git_dirs, survey
+from .survey import SKIPPED, WALK_DEPTH, WALK_LIMIT, find_git_dirs, make_state_dirs, survey
 
 __all__ = [
     "AGENT_STATE",
     "BASE_OPTIONS",
     "HOME_SECRETS",
     "INSTALL_FIX",
+    "MADE_WHEN_MISSING",
     "SANDBOX_KEYS",
     "SKIPPED",
     "WALK_DEPTH",
@@ -44,6 +46,7 @@ __all__ = [
     "find_git_dirs",
     "hidden_paths",
     "is_hidden",
+    "make_state_dirs",
     "parse_sandbox",
     "plan_policy",
     "survey",

@@ -36,6 +36,7 @@ from .hidden import expand_user, is_hidden
 
 __all__ = [
     "AGENT_STATE",
+    "MADE_WHEN_MISSING",
     "DiskFacts",
     "PolicyError",
     "SandboxPolicy",
@@ -46,17 +47,18 @@ __all__ = [
 
 AGENT_STATE: Final[tuple[tuple[str | None, str, str], ...]] = (
     # (variable that moves it, the part below that variable, where it is otherwise, from ~)
-    # Claude Code: its config directory and global state file (with their backups and locks)
+    # the agents' own state directories: Claude Code's config, OpenCode's, Gemini CLI's
     ("CLAUDE_CONFIG_DIR", "", ".claude"),
-    (None, "", ".claude.json"),
-    # OpenCode
     ("XDG_CONFIG_HOME", "opencode", ".config/opencode"),
     ("XDG_DATA_HOME", "opencode", ".local/share/opencode"),
     ("XDG_STATE_HOME", "opencode", ".local/state/opencode"),
-    # Gemini CLI
     (None, "", ".gemini"),
-    # build and package caches
+    # the XDG cache, where most tools keep theirs
     ("XDG_CACHE_HOME", "", ".cache"),
+    # Claude Code's global state file (without CLAUDE_CONFIG_DIR; it replaces it by a rename
+    # in the home, which stays read-only: bound so that an in-place write works)
+    (None, "", ".claude.json"),
+    # build and package caches
     ("npm_config_cache", "", ".npm"),
     ("CARGO_HOME", "registry", ".cargo/registry"),
     ("CARGO_HOME", "git", ".cargo/git"),
@@ -68,6 +70,11 @@ AGENT_STATE: Final[tuple[tuple[str | None, str, str], ...]] = (
     (None, "", ".yarn"),
 )
 """The agents' own state and the build caches an agent may write: one table, one place."""
+MADE_WHEN_MISSING: Final = 6
+"""The first rows of :data:`AGENT_STATE` that are directories made (0700) before a spawn when
+they are missing: the agents' own state and the XDG cache. Only what exists can be bound
+writable, and an agent whose config directory is not there yet must be able to start (the
+others are made by their tools when the user first runs them outside)."""
 
 
 class PolicyError(ValueError):
@@ -118,10 +125,13 @@ def agent_home(env: Mapping[str, str], fallback: str) -> str:
     return posixpath.normpath(home) if home.startswith("/") else fallback
 
 
-def agent_state_paths(env: Mapping[str, str], home: str) -> tuple[str, ...]:
-    """The rows of :data:`AGENT_STATE` for an agent with environment `env` and home `home`."""
+def agent_state_paths(
+    env: Mapping[str, str], home: str, *, rows: int = len(AGENT_STATE)
+) -> tuple[str, ...]:
+    """The first `rows` rows of :data:`AGENT_STATE` for an agent with environment `env` and
+    home `home`."""
     out: list[str] = []
-    for variable, below, default in AGENT_STATE:
+    for variable, below, default in AGENT_STATE[:rows]:
         moved = env.get(variable, "") if variable is not None else ""
         if moved.startswith("/"):
             out.append(posixpath.normpath(posixpath.join(moved, below) if below else moved))

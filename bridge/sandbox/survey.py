@@ -12,7 +12,9 @@ worker thread before each agent spawn:
   of their submodules (``.git/modules/…``);
 - the repository enclosing the folder, when the folder is below its top.
 
-A ``hooks`` directory missing from a git directory found is created (empty, as ``git init``
+:func:`make_state_dirs` makes the agents' own state directories that are missing (see
+:data:`~.policy.MADE_WHEN_MISSING`). A ``hooks`` directory missing from a git directory found is
+created (empty, as ``git init``
 makes it): an absent one could be created by the agent, and a hook in it would run outside.
 """
 
@@ -26,7 +28,7 @@ from typing import Final
 
 from .policy import DiskFacts
 
-__all__ = ["SKIPPED", "WALK_DEPTH", "WALK_LIMIT", "find_git_dirs", "survey"]
+__all__ = ["SKIPPED", "WALK_DEPTH", "WALK_LIMIT", "find_git_dirs", "make_state_dirs", "survey"]
 
 WALK_LIMIT: Final = 4000
 """Directories the walk for repositories visits at most."""
@@ -84,6 +86,15 @@ def survey(hidden: Iterable[str], cwd: str) -> DiskFacts:
         git_dirs=tuple(git_dirs),
         enclosing_git=enclosing,
     )
+
+
+def make_state_dirs(paths: Iterable[str]) -> None:
+    """Make the agent state directories that are missing (0700, parents as needed), so that
+    they can be bound writable; one that cannot be made is left out (the agent may then fail
+    to write there, which it reports)."""
+    for path in paths:
+        with contextlib.suppress(OSError):
+            os.makedirs(path, mode=0o700, exist_ok=True)
 
 
 def find_git_dirs(cwd: str) -> list[str]:

@@ -33,8 +33,14 @@ async def claude_daemon(
 ) -> AsyncIterator[DaemonProcess]:
     workspace = tmp_path / "ws"
     workspace.mkdir()
+    # The agents run sandboxed: only the session's folder (and the agent's own state) is
+    # writable. The card tests write outside it on purpose, to `outside`, given here.
+    home, outside = tmp_path / "home", tmp_path / "outside"
+    home.mkdir(mode=0o700)
+    outside.mkdir()
+    (home / "config.toml").write_text(f'[sandbox]\nwritable = ["{outside}"]\n')
     env = {**mock_api.cli_env(tmp_path / "claude-config"), "CODEDECK_AGENT": "claude"}
-    async with DaemonProcess(tmp_path / "home", [relay.url], workspace, env=env) as running:
+    async with DaemonProcess(home, [relay.url], workspace, env=env) as running:
         yield running
     running.kill()
 

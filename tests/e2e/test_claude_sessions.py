@@ -87,8 +87,7 @@ async def test_write_card_allow_deny_always(
 ) -> None:
     session = await start_session(phone)
     cwd = Path(next(s for s in phone.sessions.values() if s.info.id == session).info.cwd)
-    outside = claude_daemon.home.parent / "outside"
-    outside.mkdir()
+    outside = claude_daemon.home.parent / "outside"  # writable in the sandbox by config
     target = outside / "notes.txt"
     # Mode `default` auto-allows writes inside the workspace; a Write outside it is a floor of
     # the risk gate (outside_workspace): always a card.

@@ -2,14 +2,19 @@
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 
 import orjson
 import pytest
 
+from bridge.engine.effects import SessionRecord
+from bridge.engine.inputs import AgentReady
+from bridge.engine.sessions import to_remote_info
 from bridge.host.driver import DriverSpec
 from bridge.host.events import Ready, decode_event, encode_event
 from bridge.host.launch import LaunchError, LaunchSpec, decode_launch, encode_launch
+from bridge.runtime.host_records import host_event_input
 from bridge.sandbox import SandboxPolicy
 
 POLICY = SandboxPolicy(
@@ -64,3 +69,14 @@ def test_ready_says_whether_the_agent_is_sandboxed() -> None:
         event = Ready("sdk", "m", "/w/p", sandboxed=sandboxed)
         assert decode_event(orjson.loads(orjson.dumps(encode_event(event)))) == event
     assert decode_event({"t": "ready", "sdk_session_id": None}) == Ready(None)
+
+
+def test_the_hosts_word_reaches_the_record_and_the_phone() -> None:
+    ready = host_event_input("s1", Ready("sdk", sandboxed=True))
+    assert isinstance(ready, AgentReady) and ready.sandboxed is True
+    record = SessionRecord("s1", "/w/p", "2026-01-01T00:00:00Z", "2026-01-01T00:00:00Z")
+    assert to_remote_info(record).sandboxed is None  # not started yet: absent on the wire
+    for sandboxed in (True, False):
+        info = to_remote_info(dataclasses.replace(record, sandboxed=sandboxed))
+        assert info.sandboxed is sandboxed
+        assert info.model_dump(exclude_none=True)["sandboxed"] is sandboxed
