@@ -18,6 +18,7 @@
 from __future__ import annotations
 
 import asyncio
+import os
 import statistics
 import subprocess
 import sys
@@ -34,6 +35,7 @@ from bridge.host.wire import EventRecord, Hello
 from bridge.protocol import InputCommand
 from bridge.runtime.host_launcher import HostLauncher, stop_host
 from bridge.runtime.host_link import HostLink
+from bridge.sandbox import SandboxPolicy, check_sandbox, hidden_paths, plan_policy, survey
 from tests.bench.common import Row
 from tests.host.fakes import FakeServices
 from tests.integration.conftest import pair_phone
@@ -49,11 +51,36 @@ RESTARTS = 5
 _NOTES: list[str] = []
 
 
-def _spec(agent: str, session: str, cwd: Path, env: dict[str, str], base: Path) -> DriverSpec:
+def _spec(
+    agent: str,
+    session: str,
+    cwd: Path,
+    env: dict[str, str],
+    base: Path,
+    sandbox: SandboxPolicy | None = None,
+) -> DriverSpec:
     options: dict[str, object] = (
         {"log_dir": str(base / "scripted")} if agent == "scripted" else {"check_tools": True}
     )
-    return DriverSpec(session, str(cwd), permission_mode="default", env=env, options=options)
+    return DriverSpec(
+        session, str(cwd), permission_mode="default", env=env, options=options, sandbox=sandbox
+    )
+
+
+def _policy(cwd: Path, env: dict[str, str], base: Path) -> SandboxPolicy:
+    """The sandbox the daemon would plan for a session in `cwd` (the real planner and survey)."""
+    support = check_sandbox(None, os.environ.get("PATH"))
+    if support.bwrap is None:
+        raise RuntimeError(f"the sandbox cannot run here: {support.reason}")
+    hidden = hidden_paths(str(Path.home()), str(base / "home"))
+    return plan_policy(
+        bwrap=support.bwrap,
+        cwd=str(cwd),
+        env=env,
+        home=str(Path.home()),
+        hidden=hidden,
+        facts=survey(hidden, str(cwd)),
+    )
 
 
 async def _in_process(factory: DriverFactory, spec: DriverSpec) -> float:
@@ -113,17 +140,23 @@ async def _starts(mock: MockAnthropic, base: Path) -> dict[str, tuple[list[float
         env = mock.cli_env(base / f"config-{agent}") if agent == "claude" else {}
         cwd = base / f"ws-{agent}"
         cwd.mkdir()
-        inline, hosted, rss = [], [], []
+        inline, hosted, rss, confined = [], [], [], []
         for n in range(STARTS + 1):  # the first of each warms the page cache
             spec = _spec(agent, f"{agent}-in-{n}", cwd, env, base)
             took = await _in_process(factory, spec)
             spec = _spec(agent, f"{agent}-host-{n}", cwd, env, base)
             hosted_ms, rss_kib = await _hosted(launcher, agent, spec)
+            confined_ms = 0.0
+            if agent == "claude":  # the same start in the sandbox, alternating with the above
+                policy = await asyncio.to_thread(_policy, cwd, env, base)
+                spec = _spec(agent, f"{agent}-sandbox-{n}", cwd, env, base, policy)
+                confined_ms, _ = await _hosted(launcher, agent, spec)
             if n:
                 inline.append(took)
                 hosted.append(hosted_ms)
                 rss.append(float(rss_kib))
-        out[agent] = (inline, hosted, rss)
+                confined.append(confined_ms)
+        out[agent] = (inline, hosted, rss, confined)
     return out
 
 
@@ -183,7 +216,18 @@ def run() -> list[Row]:
     bare = _bare_python_rss() / 1024
     rows: list[Row] = []
     for agent, label in (("claude", "Claude Code"), ("scripted", "scripted agent")):
-        inline, hosted, rss = starts[agent]
+        inline, hosted, rss, confined = starts[agent]
+        if agent == "claude":
+            rows.append(
+                Row(
+                    "hosts",
+                    f"session start → ready, {label}, in a host, sandboxed (p50 of {STARTS})",
+                    statistics.median(confined),
+                    statistics.median(hosted),
+                    "the same start unconfined, alternating",
+                    unit="ms",
+                )
+            )
         rows.append(
             Row(
                 "hosts",
@@ -215,7 +259,7 @@ def run() -> list[Row]:
         )
     )
     for agent in ("claude", "scripted"):
-        inline, hosted, _ = starts[agent]
+        inline, hosted, _, _ = starts[agent]
         _NOTES.append(
             f"hosts/{agent}: a host adds {statistics.median(hosted) - statistics.median(inline):.0f}"
             f" ms to a session's start (p50 {statistics.median(hosted):.0f} ms in a host, "
