@@ -81,10 +81,39 @@ class ToolCallState:
             if key != "sessionUpdate" and value is not None:
                 self.raw[key] = value
 
+    def merge_ask(self, ask: Mapping[str, Any]) -> None:
+        """Fold a permission request's ``toolCall`` in without losing what the call said.
+
+        An agent may describe the *permission* it asks for rather than the call: OpenCode asks
+        ``external_directory`` for a read outside the project (kind ``other``, the folder as
+        title, ``{filepath, parentDir}`` as input), then ``read`` with an empty input and no
+        location. Replaced by those, the call's own target would be gone and the gate would
+        judge a tool it cannot read. So the request only adds: its input keys over the call's,
+        its locations after the call's, its kind unless it says ``other`` (ACP's "anything
+        else"), its title only when the call has none; other fields replace as in an update.
+        """
+        for key, value in ask.items():
+            if key == "sessionUpdate" or value is None:
+                continue
+            known = self.raw.get(key)
+            if key == "rawInput" and isinstance(value, Mapping) and isinstance(known, Mapping):
+                self.raw[key] = {**known, **value}
+            elif key == "locations" and isinstance(value, list) and isinstance(known, list):
+                self.raw[key] = [*known, *(item for item in value if item not in known)]
+            elif not _kept(key, value, known):
+                self.raw[key] = value
+
     @property
     def call(self) -> GateCall:
         """The call in Claude Code's vocabulary."""
         return gate_call(self.raw)
+
+
+def _kept(key: str, asked: Any, known: Any) -> bool:
+    """Whether the call's own `known` value of `key` stays over a permission request's."""
+    if key == "kind":
+        return asked == "other" and isinstance(known, str)
+    return key == "title" and isinstance(known, str) and bool(known.strip())
 
 
 class UpdateMapper:
@@ -132,12 +161,13 @@ class UpdateMapper:
         return []
 
     def tool_state(self, update: Mapping[str, Any]) -> ToolCallState | None:
-        """The state of the call a permission request names, `update`'s fields merged in."""
+        """The state of the call a permission request names, `update`'s fields added to it
+        (:meth:`ToolCallState.merge_ask`)."""
         tool_id = update.get("toolCallId")
         if not isinstance(tool_id, str) or not tool_id:
             return None
         state = self._tools.setdefault(tool_id, ToolCallState(tool_id))
-        state.merge(update)
+        state.merge_ask(update)
         return state
 
     def show_call(self, state: ToolCallState, ts: str) -> list[dict[str, Any]]:

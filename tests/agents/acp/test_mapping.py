@@ -228,3 +228,39 @@ def test_matched_inputs_skip_what_was_logged_but_never_sent() -> None:
     assert matched_inputs(logged, []) == set()
     # An agent that stores something else than what it was sent: matched by position.
     assert matched_inputs(logged, ["ONE", "TWO"]) == {"u1", "u2"}
+
+
+def test_a_permission_request_adds_to_the_call_and_never_erases_its_target() -> None:
+    """OpenCode's asks about a read outside the project, as measured: `external_directory`
+    (kind other, the folder as title and input), then `read` with no input and no location.
+    The gate must still judge the read of the file the call names."""
+    mapper = UpdateMapper(lambda: False)
+    feed(mapper, {"sessionUpdate": "tool_call", "toolCallId": "r", "title": "read", "kind": "read",
+                  "status": "pending", "locations": [], "rawInput": {}})  # fmt: skip
+    feed(mapper, {"sessionUpdate": "tool_call_update", "toolCallId": "r", "kind": "read",
+                  "status": "in_progress", "title": "read", "locations": [{"path": "/h/.ssh/k"}],
+                  "rawInput": {"filePath": "/h/.ssh/k"}})  # fmt: skip
+    directory = {"toolCallId": "r", "kind": "other", "status": "pending", "title": "/h/.ssh",
+                 "locations": [{"path": "/h/.ssh/k"}, {"path": "/h/.ssh"}],
+                 "rawInput": {"filepath": "/h/.ssh/k", "parentDir": "/h/.ssh"}}  # fmt: skip
+    state = mapper.tool_state(directory)
+    assert state is not None
+    assert state.call == GateCall("Read", {"file_path": "/h/.ssh/k"})
+    assert state.raw["locations"] == [{"path": "/h/.ssh/k"}, {"path": "/h/.ssh"}]
+    read = {"toolCallId": "r", "kind": "read", "status": "pending", "title": "read",
+            "locations": [], "rawInput": {}}  # fmt: skip
+    again = mapper.tool_state(read)
+    assert again is state and state.call == GateCall("Read", {"file_path": "/h/.ssh/k"})
+
+
+def test_a_permission_request_for_an_unannounced_call_is_the_call() -> None:
+    """Gemini CLI announces no call before it asks: the request alone is what the gate judges,
+    and a request's specific kind replaces a vaguer one."""
+    mapper = UpdateMapper(lambda: False)
+    ask = {"toolCallId": "g", "kind": "execute", "status": "pending", "title": "rm -rf ~"}
+    state = mapper.tool_state(ask)
+    assert state is not None and state.call == GateCall("Bash", {"command": "rm -rf ~"})
+    feed(mapper, {"sessionUpdate": "tool_call", "toolCallId": "o", "title": "tool", "kind": "other",
+                  "status": "pending", "rawInput": {}})  # fmt: skip
+    edit = mapper.tool_state({"toolCallId": "o", "kind": "edit", "rawInput": {"filePath": "/w/a"}})
+    assert edit is not None and edit.call == GateCall("Write", {"file_path": "/w/a", "content": ""})
