@@ -1,0 +1,101 @@
+"""The daemon's plan of each agent spawn: confined, unconfined with a warning, or refused."""
+
+from __future__ import annotations
+
+import logging
+import os
+from pathlib import Path
+
+import pytest
+
+from bridge.agents.base import SessionSpec
+from bridge.config import Settings
+from bridge.engine.core import Engine, EngineConfig, EngineState
+from bridge.engine.effects import SessionRecord
+from bridge.runtime.agent_env import AgentEnvironment
+from bridge.sandbox import SandboxPolicy, SandboxSettings, check_sandbox, hidden_paths
+from tests.runtime.support import BRIDGE, NOW
+
+AVAILABLE = check_sandbox(None, os.environ.get("PATH")).available
+
+
+def environment(tmp_path: Path, sandbox: SandboxSettings) -> AgentEnvironment:
+    home = tmp_path / "bridge"
+    home.mkdir(exist_ok=True)
+    settings = Settings(
+        home=home,
+        relays=(),
+        workspaces=(tmp_path,),
+        machine_name="box",
+        embedded_relay=("127.0.0.1", 7777),
+        key_file=None,
+        agent="scripted",
+        sandbox=sandbox,
+    )
+    record = SessionRecord("s-1", str(tmp_path / "ws"), "2026-01-01T00:00:00Z", "2026-01-01")
+    engine = Engine(
+        EngineConfig(
+            bridge_pubkey=BRIDGE.public_hex,
+            machine="box",
+            roots=(str(tmp_path),),
+            home=str(tmp_path),
+            secrets=hidden_paths(str(Path.home()), str(home)),
+        ),
+        EngineState(sessions=[record]),
+        decrypt=lambda author, payload: "",
+        new_id=lambda: "id",
+        now=NOW,
+    )
+    return AgentEnvironment(settings, engine, lambda event: None)
+
+
+def spec(tmp_path: Path, cwd: Path | None = None) -> SessionSpec:
+    folder = cwd or tmp_path / "ws"
+    folder.mkdir(parents=True, exist_ok=True)
+    return SessionSpec("s-1", folder)
+
+
+@pytest.mark.skipif(not AVAILABLE, reason="bubblewrap cannot run here")
+def test_a_session_gets_a_policy_from_its_agents_env(tmp_path: Path) -> None:
+    agent_home = tmp_path / "agent-home"
+    (agent_home / ".ssh").mkdir(parents=True)
+    env = {"HOME": str(agent_home), "CLAUDE_CONFIG_DIR": str(tmp_path / "cfg")}
+    policy = environment(tmp_path, SandboxSettings()).sandbox_for(spec(tmp_path), env)
+    assert isinstance(policy, SandboxPolicy)
+    assert policy.cwd == str((tmp_path / "ws").resolve())
+    assert str(tmp_path / "cfg") in policy.writable and (tmp_path / "cfg").is_dir()
+    assert str(agent_home / ".ssh") in policy.hidden_dirs  # the agent's own home's secrets too
+    assert str(tmp_path / "bridge") in policy.hidden_dirs
+
+
+@pytest.mark.skipif(not AVAILABLE, reason="bubblewrap cannot run here")
+def test_a_folder_inside_the_bridge_home_is_refused(tmp_path: Path) -> None:
+    agents = environment(tmp_path, SandboxSettings())
+    refused = agents.sandbox_for(spec(tmp_path, tmp_path / "bridge" / "x"), {})
+    assert isinstance(refused, str) and "hidden from agents" in refused
+
+
+def test_disabled_runs_unconfined(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    with caplog.at_level(logging.WARNING):
+        agents = environment(tmp_path, SandboxSettings(enabled=False))
+    assert "the sandbox is off" in caplog.text
+    assert agents.sandbox_for(spec(tmp_path), {}) is None
+    assert agents.sandbox_summary().startswith("off")
+
+
+@pytest.mark.parametrize("required", [False, True])
+def test_unavailable_runs_unconfined_or_fails_when_required(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture, required: bool
+) -> None:
+    missing = str(tmp_path / "no-bwrap")
+    with caplog.at_level(logging.WARNING):
+        agents = environment(tmp_path, SandboxSettings(required=required, bwrap=missing))
+        got = agents.sandbox_for(spec(tmp_path), {})
+    assert "bubblewrap is missing" in caplog.text  # at start
+    if required:
+        assert isinstance(got, str) and "[sandbox] required = true" in got
+        assert agents.sandbox_summary().startswith("required but unavailable")
+    else:
+        assert got is None
+        assert "runs unconfined" in caplog.text  # and at the session's start
+        assert agents.sandbox_summary().startswith("unavailable")
