@@ -16,8 +16,8 @@ phone, two sessions, and the ledger files.
   table differs from Claude Code's own: ``default`` auto-allows a command that writes inside the
   workspace; it is ``acceptEdits`` that asks for every command.
 * Ledger files: ``workspace/ledger.txt`` (inside the workspace) and ``ledger-outside.txt`` (in
-  the run's root, outside it). A Bash call appends its input's id to one of them: execution is
-  counted on disk.
+  the run's root, outside it; ``[sandbox] writable`` names it, as the agents run sandboxed). A
+  Bash call appends its input's id to one of them: execution is counted on disk.
 """
 
 from __future__ import annotations
@@ -68,6 +68,13 @@ class World:
         root.mkdir(parents=True, exist_ok=True)
         workspace = root / "workspace"
         workspace.mkdir(exist_ok=True)
+        # Agents run sandboxed: only their session's folder is writable. The outside ledger is
+        # written on purpose (a card), so the sandbox is told about it (it binds what exists).
+        home = root / "home"
+        home.mkdir(mode=0o700, exist_ok=True)
+        outside = root / "ledger-outside.txt"
+        outside.touch()
+        (home / "config.toml").write_text(f'[sandbox]\nwritable = ["{outside}"]\n')
         relay = LoopbackRelay()
         await relay.start()
         mock = ChaosMock(model_latency)
