@@ -195,3 +195,35 @@ async def test_interrupt_models_and_resume_after_the_host_is_killed(
     # The new OpenCode loaded the conversation: the model saw the earlier turn.
     last = mock_anthropic.message_requests()[-1]
     assert "remember the word banana" in json.dumps(last.body)
+
+
+async def test_reads_of_hidden_paths_are_blocked_and_never_reach_the_model(
+    daemon: DaemonProcess, phone: PhoneSimulator, mock_anthropic: MockAnthropic, tmp_path: Path
+) -> None:
+    """OpenCode asks twice about a read outside the project (``external_directory``, then
+    ``read``) and once about a search; whatever it asks, the gate judges the file the call names,
+    so the deny list blocks, the phone sees the block, and no byte of the file is sent on."""
+    canary = "CANARY-opencode-hidden-read"
+    key = tmp_path / "user" / ".ssh" / "id_ed25519"
+    key.parent.mkdir(parents=True, exist_ok=True)
+    key.write_text(canary + "\n")
+    bridge_config = daemon.home / "config.toml"
+    bridge_config.write_text(bridge_config.read_text() + f"# {canary}\n")
+    session = await open_session(phone, mode="default")
+    calls = [
+        f"[[read: {key}]]",
+        f"[[read: {bridge_config}]]",
+        "[[tool: grep | " + json.dumps({"pattern": "CANARY", "path": str(key.parent)}) + "]]",
+    ]
+    for number, call in enumerate(calls):
+        mark = await say(phone, session, call, f"in-{number}")
+        blocked = await phone.wait_for(
+            "output", lambda m: m.entry.content.startswith("Blocked:"), after=mark, timeout=TURN
+        )
+        assert "deny_list:secret_path" in blocked.message.entry.content
+        await turn_end(phone, mark)
+    entries = phone.transcript(session).values()
+    assert not [e for e in entries if (e.metadata or {}).get("special") == "permission_request"]
+    uses = [e for e in entries if e.entryType == "tool_use"]
+    assert [(e.metadata or {}).get("tool_name") for e in uses] == ["Read", "Read", "Grep"]
+    assert canary not in json.dumps([r.body for r in mock_anthropic.message_requests()])
