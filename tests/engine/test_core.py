@@ -449,6 +449,20 @@ def test_create_session_two_phases() -> None:
     assert [s.id for s in engine.heartbeat_message().sessions] == [session_id]
 
 
+def test_session_ready_and_the_heartbeat_say_whether_the_agent_is_sandboxed() -> None:
+    engine = make_engine()
+    effects = engine.handle(command_event(CreateSessionCommand(cwd="app", createCwd=True)), NOW)
+    session_id = effects[-1].record.session_id  # type: ignore[union-attr]
+    ready = engine.handle(AgentReady(session_id, "sdk", "m", "/ws/app", True), NOW + 1)
+    assert ready[0].outbox[0].message.session.sandboxed is True  # type: ignore[union-attr]
+    assert engine.heartbeat_message().sessions[0].sandboxed is True
+    # A runner that adopted a live host reports ready without saying: the record keeps it.
+    engine.handle(AgentReady(session_id, "sdk", "m", "/ws/app"), NOW + 2)
+    assert engine.heartbeat_message().sessions[0].sandboxed is True
+    engine.handle(AgentReady(session_id, "sdk", "m", "/ws/app", False), NOW + 3)
+    assert engine.heartbeat_message().sessions[0].sandboxed is False
+
+
 def test_create_session_failure_before_ready() -> None:
     engine = make_engine()
     effects = engine.handle(command_event(CreateSessionCommand(cwd="/etc")), NOW)
