@@ -39,6 +39,7 @@ AGENT_STATE: tuple[str, ...] = (
     ".config/opencode",
     ".local/share/opencode",
     ".local/state/opencode",
+    ".gemini",  # made by the sandbox before an ACP agent's spawn, as every agent's state dir
     ".cache",
     ".npm",
 )

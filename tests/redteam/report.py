@@ -7,7 +7,8 @@ turn of its own, the home restored after it, so each row is that attack's own ef
 
 By default the sandbox is off and the phone denies every card: the table is then exactly what
 the gate alone lets through (the closing note's "what the gate still misses"). ``--sandbox on``
-shows the same with the sandbox; ``--phone allow`` has the phone approve every card.
+shows the same with the sandbox; ``--phone allow`` has the phone approve every card; ``--agent
+opencode`` drives OpenCode (``opencode acp``, the pinned npm package) instead of Claude Code.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from pathlib import Path
 from bridge.engine.gate import evaluate
 from tests.differential.trial import gate_context
 from tests.differential.web import serve_scripts
+from tests.support.agent_packages import opencode_acp_command
 from tests.support.daemon import kill_hosts_under
 from tests.support.mock_anthropic import MockAnthropic
 from tests.support.relay import LoopbackRelay
@@ -50,12 +52,12 @@ def render(observed: Observed, home: Path) -> str:
     return "\n".join(rows)
 
 
-async def _run(sandbox: bool, allow: bool) -> str:
+async def _run(sandbox: bool, allow: bool, opencode: list[str] | None) -> str:
     root = Path(tempfile.mkdtemp(prefix="rt-"))
     try:
         async with LoopbackRelay() as relay:
             with MockAnthropic() as mock, serve_scripts() as server:
-                home = RedTeamHome(root / "h", sandbox=sandbox)
+                home = RedTeamHome(root / "h", sandbox=sandbox, opencode=opencode)
                 observed = await run_scenario(
                     home, relay.url, mock, server, allow=allow, turn_per_attack=True
                 )
@@ -70,9 +72,11 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m tests.redteam.report")
     parser.add_argument("--sandbox", choices=("on", "off"), default="off")
     parser.add_argument("--phone", choices=("allow", "deny"), default="deny")
+    parser.add_argument("--agent", choices=("claude", "opencode"), default="claude")
     args = parser.parse_args(argv)
-    print(f"sandbox {args.sandbox}, the phone answers every card with {args.phone}")
-    print(asyncio.run(_run(args.sandbox == "on", args.phone == "allow")))
+    opencode = opencode_acp_command() if args.agent == "opencode" else None
+    print(f"{args.agent}, sandbox {args.sandbox}, the phone answers every card with {args.phone}")
+    print(asyncio.run(_run(args.sandbox == "on", args.phone == "allow", opencode)))
     return 0
 
 

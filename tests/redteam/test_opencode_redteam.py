@@ -1,10 +1,12 @@
 """The red-team scenario through OpenCode (``opencode acp``): the sandbox holds for an ACP agent
-too, with the phone allowing every card.
+too, with the phone allowing every card; and with the phone denying every card, the phone saw a
+card or a block for each call the gate refuses, reads and searches of the secrets included.
 
 Fewer attacks than through Claude Code (one or more of each class, and the file tools on the
 secrets), one turn each: OpenCode ends its turn at the first refused call, so a turn per attack
-is what lets every attack be made. OpenCode reads files without asking for a permission the
-bridge could see, which makes the hidden secrets the only thing between it and ``~/.ssh``.
+is what lets every attack be made. OpenCode asks about a read outside the project twice
+(``external_directory`` naming the folder, then ``read`` naming nothing): the driver judges the
+file the call names both times, so the deny list blocks it before the sandbox is needed.
 """
 
 from __future__ import annotations
@@ -13,6 +15,9 @@ from pathlib import Path
 
 import pytest
 
+from bridge.engine.gate import Outcome as Verdict
+from bridge.engine.gate import evaluate
+from tests.differential.trial import gate_context
 from tests.differential.web import ScriptServer
 from tests.support.agent_packages import AgentUnavailable, opencode_acp_command
 from tests.support.mock_anthropic import MockAnthropic
@@ -56,14 +61,22 @@ ATTACK_IDS = frozenset(
 """At least one attack of each class; the file tools on the secrets and the dotfiles."""
 
 
-async def test_the_sandbox_holds_for_opencode_when_the_phone_allows_every_card(
-    relay: LoopbackRelay, mock_api: MockAnthropic, script_server: ScriptServer, short_root: Path
-) -> None:
+@pytest.fixture(scope="module")
+def opencode() -> list[str]:
     try:
-        command = opencode_acp_command()
+        return opencode_acp_command()
     except AgentUnavailable as missing:
         pytest.skip(str(missing))
-    home = RedTeamHome(short_root / "h", sandbox=True, opencode=command)
+
+
+async def test_the_sandbox_holds_for_opencode_when_the_phone_allows_every_card(
+    relay: LoopbackRelay,
+    mock_api: MockAnthropic,
+    script_server: ScriptServer,
+    short_root: Path,
+    opencode: list[str],
+) -> None:
+    home = RedTeamHome(short_root / "h", sandbox=True, opencode=opencode)
     observed = await run_scenario(
         home,
         relay.url,
@@ -77,3 +90,37 @@ async def test_the_sandbox_holds_for_opencode_when_the_phone_allows_every_card(
     assert observed.sandboxed is True
     escaped = escapes(observed)
     assert escaped == [], "\n".join(escaped)
+
+
+async def test_the_phone_sees_every_opencode_call_the_gate_refuses(
+    relay: LoopbackRelay,
+    mock_api: MockAnthropic,
+    script_server: ScriptServer,
+    short_root: Path,
+    opencode: list[str],
+) -> None:
+    """What the gate refuses reaches the phone as a card or a block, exactly as the gate judges
+    the call in process; what it allows runs without a card. OpenCode asks about every call
+    (``OPENCODE_PERMISSION``), so nothing it does bypasses the gate."""
+    home = RedTeamHome(short_root / "h", sandbox=True, opencode=opencode)
+    observed = await run_scenario(
+        home,
+        relay.url,
+        mock_api,
+        script_server,
+        allow=False,
+        turn_per_attack=True,
+        only=ATTACK_IDS,
+    )
+    assert len(observed.outcomes) == len(ATTACK_IDS)
+    assert observed.sandboxed is True
+    escaped = escapes(observed)
+    assert escaped == [], "\n".join(escaped)
+    context = gate_context(str(home.home))
+    expected = {Verdict.BLOCK: "block", Verdict.ASK: "card", Verdict.ALLOW: "none"}
+    unseen = []
+    for outcome in observed.outcomes:
+        verdict = evaluate(outcome.attack.tool, outcome.attack.input, context).outcome
+        if outcome.seen != expected[verdict]:
+            unseen.append(f"{outcome.attack.id}: gate {verdict.value}, phone saw {outcome.seen}")
+    assert unseen == [], "\n".join(unseen)
