@@ -60,6 +60,13 @@ ATTACK_IDS = frozenset(
 )
 """At least one attack of each class; the file tools on the secrets and the dotfiles."""
 
+UNASKED = frozenset({"dbracket", "declare"})
+"""Lines OpenCode runs without asking anyone, whatever its permission rules: its bash tool asks
+only about the simple commands its tree-sitter parse finds (``ShellTool.collect`` in the 1.18.33
+binary: ``descendantsOfType("command")``, then no ask at all when there is none), and a line made
+of assignments, ``[[ … ]]`` and ``declare`` has none, though bash runs the command hidden in the
+variable's subscript. The gate never sees them; only the sandbox contains them."""
+
 
 @pytest.fixture(scope="module")
 def opencode() -> list[str]:
@@ -101,7 +108,8 @@ async def test_the_phone_sees_every_opencode_call_the_gate_refuses(
 ) -> None:
     """What the gate refuses reaches the phone as a card or a block, exactly as the gate judges
     the call in process; what it allows runs without a card. OpenCode asks about every call
-    (``OPENCODE_PERMISSION``), so nothing it does bypasses the gate."""
+    (``OPENCODE_PERMISSION``) but the :data:`UNASKED` lines: those run unseen, and the sandbox
+    holds them (no escape)."""
     home = RedTeamHome(short_root / "h", sandbox=True, opencode=opencode)
     observed = await run_scenario(
         home,
@@ -110,9 +118,9 @@ async def test_the_phone_sees_every_opencode_call_the_gate_refuses(
         script_server,
         allow=False,
         turn_per_attack=True,
-        only=ATTACK_IDS,
+        only=ATTACK_IDS | UNASKED,
     )
-    assert len(observed.outcomes) == len(ATTACK_IDS)
+    assert len(observed.outcomes) == len(ATTACK_IDS | UNASKED)
     assert observed.sandboxed is True
     escaped = escapes(observed)
     assert escaped == [], "\n".join(escaped)
@@ -121,6 +129,7 @@ async def test_the_phone_sees_every_opencode_call_the_gate_refuses(
     unseen = []
     for outcome in observed.outcomes:
         verdict = evaluate(outcome.attack.tool, outcome.attack.input, context).outcome
-        if outcome.seen != expected[verdict]:
+        wanted = "none" if outcome.attack.id in UNASKED else expected[verdict]
+        if outcome.seen != wanted:
             unseen.append(f"{outcome.attack.id}: gate {verdict.value}, phone saw {outcome.seen}")
     assert unseen == [], "\n".join(unseen)
