@@ -119,10 +119,27 @@ async def test_a_command_left_running_by_a_killed_host_is_reaped(
     while not (pid_file.exists() and pid_file.read_text().strip()):
         assert time.monotonic() < deadline, "the command did not start"
         await asyncio.sleep(0.05)
-    sleeper = int(pid_file.read_text())
+    # The pid the shell wrote is its sandbox's (a pid namespace of its own): find the same
+    # process by what it runs and where.
+    sleeper = _sleeper_in(claude_daemon.workspace)
     assert alive(sleeper)
     claude_daemon.kill_hosts()
     deadline = time.monotonic() + 60
     while alive(sleeper):
         assert time.monotonic() < deadline, "the command outlived its host and the restart"
         await asyncio.sleep(0.1)
+
+
+def _sleeper_in(workspace: Path) -> int:
+    """The pid (in our namespace) of the ``sleep 300`` that runs in `workspace`."""
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            argv = (entry / "cmdline").read_bytes().split(b"\0")[:2]
+            cwd = (entry / "cwd").readlink()
+        except OSError:
+            continue
+        if argv == [b"sleep", b"300"] and cwd == workspace.resolve():
+            return int(entry.name)
+    raise AssertionError("no sleep 300 runs in the workspace")
