@@ -92,15 +92,25 @@ def confine(
     argv: Sequence[str], env: Mapping[str, str], sandbox: SandboxPolicy | None
 ) -> tuple[list[str], dict[str, str], str | None]:
     """`argv` and `env` as spawned under `sandbox` (unchanged without one), and the private
-    temporary directory made for it (the caller removes it: :func:`release_tmp`).
+    directory made for it (the caller removes it: :func:`release_tmp`): its ``tmp`` is the
+    agent's ``TMPDIR``, its ``empty`` the file mounted over hidden files.
 
     Raises:
         OSError: the temporary directory cannot be made.
     """
     if sandbox is None:
         return list(argv), dict(env), None
-    tmp = tempfile.mkdtemp(prefix="codedeck-agent-")  # 0700
-    return bwrap_argv(sandbox, argv, tmp=tmp), {**env, "TMPDIR": tmp}, tmp
+    base = tempfile.mkdtemp(prefix="codedeck-agent-")  # 0700: the agent's TMPDIR and the
+    tmp, empty = os.path.join(base, "tmp"), os.path.join(base, "empty")  # file over hidden ones
+    try:
+        os.mkdir(tmp, 0o700)
+        with open(empty, "x"):
+            pass
+        os.chmod(empty, 0o444)
+    except BaseException:
+        release_tmp(base)
+        raise
+    return bwrap_argv(sandbox, argv, tmp=tmp, empty_file=empty), {**env, "TMPDIR": tmp}, base
 
 
 def release_tmp(tmp: str | None) -> None:

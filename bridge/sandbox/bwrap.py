@@ -7,7 +7,9 @@ The order of the mounts is the policy's (a later mount wins at the same or a par
 2. ``--bind-try`` the session folder, the private tmp and every writable path (a missing one is
    skipped: nothing is created on the real disk).
 3. Hidden directories: ``--tmpfs`` then ``--remount-ro`` (empty and read-only); hidden files:
-   ``--ro-bind /dev/null``. After the writable binds, so a secret inside a writable folder
+   ``--ro-bind`` of an empty regular file (``/dev/null`` would not do: binds are ``nodev``, so
+   opening it fails with EACCES, and a tool that reads ``~/.npmrc`` or ``~/.netrc`` would fail
+   rather than find it empty). After the writable binds, so a secret inside a writable folder
    stays hidden.
 4. ``--ro-bind-try`` the git hooks, last, over their writable repositories.
 
@@ -45,13 +47,17 @@ BASE_OPTIONS: Final[tuple[str, ...]] = (
 process rules (see the module docstring)."""
 
 
-def bwrap_argv(policy: SandboxPolicy, argv: Sequence[str], *, tmp: str) -> list[str]:
+def bwrap_argv(
+    policy: SandboxPolicy, argv: Sequence[str], *, tmp: str, empty_file: str
+) -> list[str]:
     """The command line that runs `argv` under `policy`, with `tmp` as its writable ``TMPDIR``.
 
     Args:
         policy: the plan.
         argv: the agent's own command line (its program first).
         tmp: the host's private temporary directory for this agent (it exists).
+        empty_file: an empty, read-only regular file, mounted over each hidden file (outside
+            `tmp`: the agent must not be able to fill it).
     """
     out = [policy.bwrap, *BASE_OPTIONS]
     for path in (policy.cwd, tmp, *policy.writable):
@@ -59,7 +65,7 @@ def bwrap_argv(policy: SandboxPolicy, argv: Sequence[str], *, tmp: str) -> list[
     for path in policy.hidden_dirs:
         out += ["--tmpfs", path, "--remount-ro", path]
     for path in policy.hidden_files:
-        out += ["--ro-bind", "/dev/null", path]
+        out += ["--ro-bind", empty_file, path]
     for path in policy.read_only:
         out += ["--ro-bind-try", path, path]
     out += ["--setenv", "TMPDIR", tmp, "--chdir", policy.cwd, "--", *argv]

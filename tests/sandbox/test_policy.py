@@ -139,7 +139,7 @@ def test_the_bwrap_argv_mounts_in_the_policys_order() -> None:
         hidden_files=("/h/.netrc",),
         read_only=("/w/p/.git/hooks",),
     )
-    argv = bwrap_argv(policy, ["claude", "--verbose"], tmp="/tmp/t1")
+    argv = bwrap_argv(policy, ["claude", "--verbose"], tmp="/tmp/t1", empty_file="/tmp/e")
     assert argv[: 1 + len(BASE_OPTIONS)] == ["/usr/bin/bwrap", *BASE_OPTIONS]
     for option in ("--unshare-pid", "--die-with-parent", "--new-session", "--unshare-ipc"):
         assert option in BASE_OPTIONS
@@ -149,7 +149,7 @@ def test_the_bwrap_argv_mounts_in_the_policys_order() -> None:
         "--bind-try", "/tmp/t1", "/tmp/t1",
         "--bind-try", "/h/.claude", "/h/.claude",
         "--tmpfs", "/h/.ssh", "--remount-ro", "/h/.ssh",
-        "--ro-bind", "/dev/null", "/h/.netrc",
+        "--ro-bind", "/tmp/e", "/h/.netrc",
         "--ro-bind-try", "/w/p/.git/hooks", "/w/p/.git/hooks",
         "--setenv", "TMPDIR", "/tmp/t1",
         "--chdir", "/w/p",

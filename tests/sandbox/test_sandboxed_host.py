@@ -50,6 +50,7 @@ PROBE = r"""
 out="$PWD/probe"; mkdir -p "$out"
 cat "$HOME/.ssh/id_test" > "$out/ssh.txt" 2>&1
 cat "$BRIDGE_HOME/bridge.db" > "$out/db.txt" 2>&1
+cat "$HOME/.netrc" > "$out/netrc.txt" && echo read-empty >> "$out/netrc.txt"
 if echo x > "$HOME/outside" 2>/dev/null; then echo wrote; else echo refused; fi > "$out/outside.txt"
 echo ok > "$PWD/in-folder.txt"
 echo ok > "$TMPDIR/t" && echo "$TMPDIR" > "$out/tmpdir.txt"
@@ -153,6 +154,7 @@ def layout() -> Iterator[Layout]:
     for path in (bridge, home / ".ssh", folder):
         path.mkdir(parents=True)
     (home / ".ssh" / "id_test").write_text(SECRET)
+    (home / ".netrc").write_text(SECRET)
     (bridge / "bridge.db").write_text(SECRET)
     try:
         yield Layout(root, bridge, home, folder)
@@ -188,16 +190,17 @@ async def test_the_agent_sees_no_secret_and_writes_only_where_it_may(
     layout, runner = started
     assert SECRET not in layout.probe("ssh.txt")
     assert SECRET not in layout.probe("db.txt")
+    assert layout.probe("netrc.txt") == "read-empty\n"  # a hidden file reads as empty
     assert layout.probe("outside.txt").strip() == "refused"
     assert not (layout.home / "outside").exists()
     assert (layout.folder / "in-folder.txt").read_text() == "ok\n"
     tmpdir = Path(layout.probe("tmpdir.txt").strip())
-    assert tmpdir.name.startswith("codedeck-agent-") and (tmpdir / "t").exists()
+    assert tmpdir.parent.name.startswith("codedeck-agent-") and (tmpdir / "t").exists()
     pids = [int(p) for p in layout.probe("pids.txt").split()]
     assert max(pids) < 20, pids  # its own pid namespace: neither the host nor the daemon
     assert os.getpid() not in pids or os.getpid() < 20
     await runner.close()
-    assert not tmpdir.exists()  # the private tmp went with the host
+    assert not tmpdir.parent.exists()  # the private tmp went with the host
 
 
 async def test_a_stop_signal_reaches_the_agent_inside(layout: Layout) -> None:
