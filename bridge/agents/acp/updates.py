@@ -89,9 +89,11 @@ class ToolCallState:
         title, ``{filepath, parentDir}`` as input), then ``read`` with an empty input and no
         location. Replaced by those, the call's own target would be gone and the gate would
         judge a tool it cannot read. So the request only adds: its input keys over the call's,
-        its locations after the call's, its kind unless it says ``other`` (ACP's "anything
-        else"), its title only when the call has none; other fields replace as in an update.
+        its locations after the call's; a request of kind ``other`` (ACP's "anything else")
+        about a call whose kind is known is about something beside the call, and leaves the
+        call's kind and title as they are. Other fields replace, as in an update.
         """
+        aside = ask.get("kind") == "other" and isinstance(self.raw.get("kind"), str)
         for key, value in ask.items():
             if key == "sessionUpdate" or value is None:
                 continue
@@ -100,20 +102,13 @@ class ToolCallState:
                 self.raw[key] = {**known, **value}
             elif key == "locations" and isinstance(value, list) and isinstance(known, list):
                 self.raw[key] = [*known, *(item for item in value if item not in known)]
-            elif not _kept(key, value, known):
+            elif not (aside and key in ("kind", "title") and known):
                 self.raw[key] = value
 
     @property
     def call(self) -> GateCall:
         """The call in Claude Code's vocabulary."""
         return gate_call(self.raw)
-
-
-def _kept(key: str, asked: Any, known: Any) -> bool:
-    """Whether the call's own `known` value of `key` stays over a permission request's."""
-    if key == "kind":
-        return asked == "other" and isinstance(known, str)
-    return key == "title" and isinstance(known, str) and bool(known.strip())
 
 
 class UpdateMapper:

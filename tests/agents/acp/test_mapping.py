@@ -264,3 +264,13 @@ def test_a_permission_request_for_an_unannounced_call_is_the_call() -> None:
                   "status": "pending", "rawInput": {}})  # fmt: skip
     edit = mapper.tool_state({"toolCallId": "o", "kind": "edit", "rawInput": {"filePath": "/w/a"}})
     assert edit is not None and edit.call == GateCall("Write", {"file_path": "/w/a", "content": ""})
+
+
+def test_a_permission_request_names_the_command_an_announced_call_left_out() -> None:
+    """An agent that announces a shell call by its tool's name and asks with the command line
+    as the title (Gemini CLI's way of naming a command): the gate judges the command."""
+    mapper = UpdateMapper(lambda: False)
+    feed(mapper, {"sessionUpdate": "tool_call", "toolCallId": "s", "title": "Shell",
+                  "kind": "execute", "status": "pending"})  # fmt: skip
+    state = mapper.tool_state({"toolCallId": "s", "kind": "execute", "title": "rm -rf ~"})
+    assert state is not None and state.call == GateCall("Bash", {"command": "rm -rf ~"})
