@@ -18,7 +18,11 @@ neither ``/proc/<daemon>/environ`` nor ``ptrace`` of the bridge that holds the i
 memory), ``--unshare-ipc`` (no System V shared memory of other processes), ``--die-with-parent``
 (the agent dies with the session host, as ``PR_SET_PDEATHSIG`` makes the bwrap process itself),
 ``--new-session`` (no ``TIOCSTI`` into a terminal the host was started from; the host signals
-processes, never a terminal's group). The network is shared: the agent must reach its model.
+processes, never a terminal's group), ``--cap-drop ALL`` (bubblewrap run by root keeps root's
+capabilities inside, and with ``CAP_SYS_ADMIN`` an agent could unmount what hides a secret or
+remount ``/`` writable; an unprivileged bwrap drops them anyway, and the kernel locks the mounts
+against a user namespace the agent makes itself). The network is shared: the agent must reach its
+model.
 """
 
 from __future__ import annotations
@@ -42,6 +46,8 @@ BASE_OPTIONS: Final[tuple[str, ...]] = (
     "--unshare-ipc",
     "--die-with-parent",
     "--new-session",
+    "--cap-drop",
+    "ALL",
 )
 """What every sandbox starts with: the system read-only, its own /dev and /proc, and the
 process rules (see the module docstring)."""

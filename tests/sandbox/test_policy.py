@@ -141,7 +141,7 @@ def test_the_bwrap_argv_mounts_in_the_policys_order() -> None:
     )
     argv = bwrap_argv(policy, ["claude", "--verbose"], tmp="/tmp/t1", empty_file="/tmp/e")
     assert argv[: 1 + len(BASE_OPTIONS)] == ["/usr/bin/bwrap", *BASE_OPTIONS]
-    for option in ("--unshare-pid", "--die-with-parent", "--new-session", "--unshare-ipc"):
+    for option in ("--unshare-pid", "--die-with-parent", "--new-session", "--unshare-ipc", "ALL"):
         assert option in BASE_OPTIONS
     rest = argv[1 + len(BASE_OPTIONS) :]
     assert rest == [
