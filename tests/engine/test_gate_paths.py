@@ -321,3 +321,18 @@ def test_no_path_makes_the_gate_raise(text: str, tool: str) -> None:
     field = {"Bash": "command", "Glob": "pattern", "Read": "file_path"}[tool]
     decision = judge(tool, {field: f"cat {text}" if tool == "Bash" else text})
     assert isinstance(decision.outcome, Outcome)
+
+
+@pytest.mark.parametrize(
+    ("tool", "tool_input"),
+    [("Read", {}), ("NotebookRead", {}), ("Read", {"file_path": 7}), ("Read", {"file_path": ""})],
+)
+def test_a_read_that_names_nothing_checkable_asks(tool: str, tool_input: dict[str, object]) -> None:
+    decision = judge(tool, tool_input)
+    assert decision.outcome is Outcome.ASK
+    assert decision.reasons
+
+
+@pytest.mark.parametrize("tool", ["Grep", "Glob", "LS"])
+def test_a_search_without_a_path_searches_the_folder(tool: str) -> None:
+    assert judge(tool, {"pattern": "x"}).outcome is Outcome.ALLOW

@@ -63,6 +63,9 @@ can change something (MCP tools, …) is asked: approving a plan with key 1 swit
 
 _GLOB_CHARS = "*?[{"
 
+_REQUIRED_READ_KEYS = frozenset({"file_path", "notebook_path"})
+"""Read keys with no default: a call without one names nothing the gate can check."""
+
 
 @dataclass(frozen=True, slots=True)
 class GateContext:
@@ -181,6 +184,8 @@ def _labels(tool_name: str, fields: Mapping[str, object], context: GateContext) 
         base: str | None = context.cwd
         for key in FILE_READ_TOOLS[tool_name]:
             if key not in fields:
+                if key in _REQUIRED_READ_KEYS:
+                    labels.add(UNPARSABLE)  # what it reads cannot be told: never an allow
                 continue  # the tool's default: the cwd
             value = fields[key]
             if key == "pattern" and _pattern_hidden(value, context.home, base, workspace):
