@@ -336,3 +336,17 @@ def test_a_read_that_names_nothing_checkable_asks(tool: str, tool_input: dict[st
 @pytest.mark.parametrize("tool", ["Grep", "Glob", "LS"])
 def test_a_search_without_a_path_searches_the_folder(tool: str) -> None:
     assert judge(tool, {"pattern": "x"}).outcome is Outcome.ALLOW
+
+
+@pytest.mark.parametrize(
+    ("command", "outcome"),
+    [
+        ("git -C ../other log --oneline", Outcome.ALLOW),
+        ("git -C ../other status", Outcome.ALLOW),
+        ("git -C ../other commit -qam x", Outcome.ASK),
+        ("cd ../other && git push origin feature", Outcome.ASK),
+        ("cd sub && git add . && git commit -qm x", Outcome.ALLOW),
+    ],
+)
+def test_git_writes_into_the_repository_it_runs_in(command: str, outcome: Outcome) -> None:
+    assert bash(command).outcome is outcome

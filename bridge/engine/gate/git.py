@@ -19,7 +19,16 @@ from __future__ import annotations
 
 import re
 
-from .context import INLINE, UNPARSABLE, Call, Scope, check_lenient, check_read, enter_directory
+from .context import (
+    INLINE,
+    OUTSIDE,
+    UNPARSABLE,
+    Call,
+    Scope,
+    check_lenient,
+    check_read,
+    enter_directory,
+)
 from .hooks import check_git_setting, git_key_runs_code
 from .labels import deny_label
 from .long_options import LONG_OPTIONS, STRICT
@@ -51,12 +60,28 @@ _COMMAND_OPTIONS = {
 """Options of a subcommand whose value is a command git runs (a value taken as a shell line)."""
 
 
+_READ_ONLY_SUBCOMMANDS = frozenset(
+    {"status", "log", "diff", "show", "blame", "annotate", "grep", "ls-files", "ls-tree",
+     "ls-remote", "rev-parse", "rev-list", "describe", "shortlog", "cat-file", "show-ref",
+     "for-each-ref", "name-rev", "help", "version", "whatchanged", "diff-tree", "diff-files",
+     "diff-index", "merge-base", "count-objects", "check-ignore", "check-attr", "var"}
+)  # fmt: skip
+"""Subcommands that only read a repository: fine on one outside the session's folder."""
+
+
 def git_rule(call: Call) -> None:
-    """Check a ``git`` command line (after its wrappers)."""
+    """Check a ``git`` command line (after its wrappers).
+
+    git writes into the repository it runs in (objects, refs, the index, the work tree) without
+    naming a path: a subcommand other than a read, run in a repository outside the session's
+    folder (``git -C ../other commit``, ``cd ../other && git push``, ``--git-dir``), is a write
+    outside it.
+    """
     args = call.args
     index = 0
     scope = call.scope.copy()
     settings: list[tuple[str, Word]] = []
+    elsewhere = False
     while index < len(args):
         value = args[index].value
         call.handled.add(index)
@@ -86,9 +111,11 @@ def git_rule(call: Call) -> None:
             index += 2
         elif value in ("--git-dir", "--work-tree") and index + 1 < len(args):
             check_read(call, index + 1, args[index + 1])
+            elsewhere = True
             index += 2
         elif value.startswith("-"):
             check_lenient(call, args[index])  # --git-dir=…, --work-tree=…
+            elsewhere = elsewhere or value.startswith(("--git-dir=", "--work-tree="))
             index += 1
         else:
             break
@@ -97,6 +124,9 @@ def git_rule(call: Call) -> None:
     rest = args[index + 1 :]
     call.handled.update(range(index, len(args)))
     subcommand = args[index].value
+    elsewhere = elsewhere or scope.cwd is None or not call.env.workspace.writable(scope.cwd)
+    if elsewhere and subcommand not in _READ_ONLY_SUBCOMMANDS:
+        call.env.flag(OUTSIDE)  # it writes into a repository outside the session's folder
     if not args[index].is_static:
         call.env.flag(UNPARSABLE)  # a subcommand chosen at run time
     elif subcommand in ("push", "send-pack"):
