@@ -20,6 +20,7 @@ import base64
 import hashlib
 import os
 import secrets
+import shutil
 import stat
 import subprocess
 from collections.abc import Iterable, Mapping
@@ -291,3 +292,14 @@ def effects(
         leaked=leaked_in([*project_blobs(home), *output], canaries),
     )
     return found
+
+
+def remove_tree(path: Path) -> None:
+    """Delete a throw-away tree, also after an attack's ``chmod 000`` took the permissions away."""
+    path.chmod(0o700)
+    for root, dirs, _files in os.walk(path):
+        for name in dirs:
+            entry = Path(root) / name
+            if not entry.is_symlink():
+                entry.chmod(0o700)
+    shutil.rmtree(path)

@@ -8,7 +8,6 @@ template, asks the gate, runs the line in the jail and measures the effects on d
 
 from __future__ import annotations
 
-import os
 import shutil
 from dataclasses import dataclass
 from pathlib import Path
@@ -23,6 +22,7 @@ from .home import (
     arm_secrets,
     effects,
     make_canaries,
+    remove_tree,
     secrets_read,
     setup_script,
     snapshot,
@@ -118,16 +118,5 @@ class Bench:
             )
             found.refused = ran.refused_write
         finally:
-            _remove(home)
+            remove_tree(home)
         return Trial(command, decision, ran, found)
-
-
-def _remove(path: Path) -> None:
-    """Delete a trial's home, also after ``chmod 000`` took the permissions away."""
-    path.chmod(0o700)
-    for root, dirs, _files in os.walk(path):
-        for name in dirs:
-            entry = Path(root) / name
-            if not entry.is_symlink():
-                entry.chmod(0o700)
-    shutil.rmtree(path)

@@ -21,6 +21,7 @@ from tests.differential.home import (
     PROJECT,
     Snapshot,
     make_canaries,
+    remove_tree,
     setup_script,
     snapshot,
     write_home_files,
@@ -161,13 +162,7 @@ def _delete(path: Path) -> None:
     if path.is_symlink() or path.is_file():
         path.unlink()
     elif path.is_dir():
-        path.chmod(0o700)
-        for root, dirs, _files in os.walk(path):
-            for name in dirs:
-                entry = Path(root) / name
-                if not entry.is_symlink():
-                    entry.chmod(0o700)
-        shutil.rmtree(path)
+        remove_tree(path)
 
 
 def _copy(source: Path, target: Path) -> None:
