@@ -14,8 +14,9 @@ worker thread before each agent spawn:
 
 :func:`make_state_dirs` makes the agents' own state directories that are missing (see
 :data:`~.policy.MADE_WHEN_MISSING`). A ``hooks`` directory missing from a git directory found is
-created (empty, as ``git init``
-makes it): an absent one could be created by the agent, and a hook in it would run outside.
+created (empty, as ``git init`` makes it): an absent one could be created by the agent, and a hook
+in it would run outside. A repository the bounded walk does not reach keeps writable hooks in the
+sandbox; the gate still makes a card of any write into ``.git/hooks``.
 """
 
 from __future__ import annotations
