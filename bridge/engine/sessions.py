@@ -20,6 +20,7 @@ __all__ = [
     "PENDING_STATE",
     "check_folder_path",
     "session_cwd_problem",
+    "shown_path",
     "title_from_input",
     "to_remote_info",
 ]
@@ -140,12 +141,12 @@ def session_cwd_problem(
         path = posixpath.normpath(candidate)
         if any(path == secret or path.startswith(secret.rstrip("/") + "/") for secret in secrets):
             return (
-                f"{_shown(cwd)} is hidden from agents: it holds the bridge's own data or "
+                f"{shown_path(cwd)} is hidden from agents: it holds the bridge's own data or "
                 "credentials"
             )
     return None
 
 
-def _shown(path: str, limit: int = 120) -> str:
+def shown_path(path: str, limit: int = 120) -> str:
     """A path as an error message quotes it: at most `limit` characters."""
     return path if len(path) <= limit else path[: limit - 1] + "…"

@@ -64,17 +64,16 @@ from bridge.runtime.host_launcher import HostLauncher
 from bridge.runtime.host_runner import HostRunner, HostStore
 from bridge.runtime.runners import RunnerManager
 from bridge.sandbox import (
-    MADE_WHEN_MISSING,
     PolicyError,
     SandboxPolicy,
     SandboxSupport,
     agent_home,
-    agent_state_paths,
     check_sandbox,
     hidden_paths,
     is_hidden,
     make_state_dirs,
     plan_policy,
+    state_dirs_to_make,
     survey,
 )
 
@@ -306,10 +305,9 @@ class AgentEnvironment:
                 unhidden=settings.unhide,
             )
         cwd = os.path.realpath(spec.cwd)
-        state = agent_state_paths(env, home_of_agent, rows=MADE_WHEN_MISSING)
         record = self._engine.session(spec.session_id)
-        if record is None or record.agent == CLAUDE:  # its config dir and the cache only
-            state = (state[0], state[-1])
+        kind = "claude" if record is None or record.agent == CLAUDE else "acp"
+        state = state_dirs_to_make(env, home_of_agent, kind)
         make_state_dirs(path for path in state if not is_hidden(path, hidden))
         try:
             return plan_policy(

@@ -22,6 +22,7 @@ import subprocess
 from collections.abc import Sequence
 from pathlib import Path
 
+from bridge.engine.sessions import shown_path
 from bridge.sandbox.hidden import is_hidden
 
 __all__ = [
@@ -93,7 +94,7 @@ def resolve_session_cwd(
         # A path the system cannot take: a NUL byte, a name too long, a loop of links, …
         reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
         raise WorkspaceError(
-            f"cannot use {_shown(requested or '')} as a folder: {reason}"
+            f"cannot use {shown_path(requested or '')} as a folder: {reason}"
         ) from None
 
 
@@ -101,14 +102,9 @@ def _refuse_hidden(spelled: Path, target: Path, requested: str, hidden: Sequence
     """Refuse a cwd at or below a hidden path, as spelled or with its symlinks resolved."""
     if is_hidden(os.path.normpath(spelled), hidden) or is_hidden(str(target), hidden):
         raise WorkspaceError(
-            f"{_shown(requested)} is hidden from agents: it holds the bridge's own data or "
+            f"{shown_path(requested)} is hidden from agents: it holds the bridge's own data or "
             "credentials"
         )
-
-
-def _shown(path: str, limit: int = 120) -> str:
-    """A path as an error message quotes it: at most `limit` characters."""
-    return path if len(path) <= limit else path[: limit - 1] + "…"
 
 
 def _resolve_session_cwd(
@@ -139,9 +135,9 @@ def _resolve_session_cwd(
             return target
     if any(any(is_inside(c.resolve(), root) for root in resolved_roots) for c in candidates):
         raise WorkspaceError(
-            f"{_shown(requested)} does not exist (ask to create it with createCwd)"
+            f"{shown_path(requested)} does not exist (ask to create it with createCwd)"
         )
-    raise WorkspaceError(f"{_shown(requested)} is outside the bridge's workspace roots")
+    raise WorkspaceError(f"{shown_path(requested)} is outside the bridge's workspace roots")
 
 
 def _has_marker(directory: Path) -> bool:

@@ -16,6 +16,7 @@ from .policy import (
     agent_home,
     agent_state_paths,
     plan_policy,
+    state_dirs_to_make,
 )
 from .probe import INSTALL_FIX, SandboxSupport, check_sandbox, find_bwrap
 from .settings import SANDBOX_KEYS, SandboxConfigError, SandboxSettings, parse_sandbox
@@ -49,5 +50,6 @@ __all__ = [
     "make_state_dirs",
     "parse_sandbox",
     "plan_policy",
+    "state_dirs_to_make",
     "survey",
 ]

@@ -43,6 +43,7 @@ __all__ = [
     "agent_home",
     "agent_state_paths",
     "plan_policy",
+    "state_dirs_to_make",
 ]
 
 AGENT_STATE: Final[tuple[tuple[str | None, str, str], ...]] = (
@@ -70,11 +71,21 @@ AGENT_STATE: Final[tuple[tuple[str | None, str, str], ...]] = (
     (None, "", ".yarn"),
 )
 """The agents' own state and the build caches an agent may write: one table, one place."""
-MADE_WHEN_MISSING: Final = 6
-"""The first rows of :data:`AGENT_STATE` that are directories made (0700) before a spawn when
-they are missing: the agents' own state and the XDG cache. Only what exists can be bound
-writable, and an agent whose config directory is not there yet must be able to start (the
-others are made by their tools when the user first runs them outside)."""
+MADE_WHEN_MISSING: Final[Mapping[str, tuple[str, ...]]] = {
+    "claude": (".claude", ".cache"),
+    "acp": (
+        ".config/opencode",
+        ".local/share/opencode",
+        ".local/state/opencode",
+        ".gemini",
+        ".cache",
+    ),
+}
+"""Per agent kind, the rows of :data:`AGENT_STATE` (by their place in the home) that are
+directories made (0700) before a spawn when missing: the agent's own state and the XDG cache.
+Only what exists can be bound writable, and an agent whose config directory is not there yet
+must be able to start (the other rows are made by their tools when the user first runs them
+outside)."""
 
 
 class PolicyError(ValueError):
@@ -125,19 +136,26 @@ def agent_home(env: Mapping[str, str], fallback: str) -> str:
     return posixpath.normpath(home) if home.startswith("/") else fallback
 
 
-def agent_state_paths(
-    env: Mapping[str, str], home: str, *, rows: int = len(AGENT_STATE)
-) -> tuple[str, ...]:
-    """The first `rows` rows of :data:`AGENT_STATE` for an agent with environment `env` and
-    home `home`."""
-    out: list[str] = []
-    for variable, below, default in AGENT_STATE[:rows]:
-        moved = env.get(variable, "") if variable is not None else ""
-        if moved.startswith("/"):
-            out.append(posixpath.normpath(posixpath.join(moved, below) if below else moved))
-        else:
-            out.append(posixpath.join(home, default))
-    return tuple(dict.fromkeys(out))
+def agent_state_paths(env: Mapping[str, str], home: str) -> tuple[str, ...]:
+    """The rows of :data:`AGENT_STATE` for an agent with environment `env` and home `home`."""
+    return tuple(dict.fromkeys(_state_path(row, env, home) for row in AGENT_STATE))
+
+
+def state_dirs_to_make(env: Mapping[str, str], home: str, kind: str) -> tuple[str, ...]:
+    """The directories of :data:`MADE_WHEN_MISSING` for an agent of `kind` (``claude`` or
+    ``acp``), with environment `env` and home `home`."""
+    wanted = MADE_WHEN_MISSING[kind]
+    rows = (row for row in AGENT_STATE if row[2] in wanted)
+    return tuple(dict.fromkeys(_state_path(row, env, home) for row in rows))
+
+
+def _state_path(row: tuple[str | None, str, str], env: Mapping[str, str], home: str) -> str:
+    """Where one row of :data:`AGENT_STATE` lies for an agent with `env` and `home`."""
+    variable, below, default = row
+    moved = env.get(variable, "") if variable is not None else ""
+    if moved.startswith("/"):
+        return posixpath.normpath(posixpath.join(moved, below) if below else moved)
+    return posixpath.join(home, default)
 
 
 def plan_policy(

@@ -27,6 +27,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from bridge.engine.gate import GateContext, evaluate
+from bridge.engine.gate import Outcome as Verdict
 from bridge.protocol import CreateSessionCommand, InputCommand, ModeCommand, PermissionResCommand
 from tests.differential.home import Effects, effects, leaked_in
 from tests.differential.web import ScriptServer
@@ -37,7 +39,7 @@ from tests.support.phone import PhoneSimulator
 from .attacks import Attack, all_attacks, read_of
 from .home import RedTeamHome
 
-__all__ = ["Observed", "Outcome", "escapes", "run_scenario"]
+__all__ = ["Observed", "Outcome", "escapes", "run_scenario", "unseen_refusals"]
 
 WAIT = 60.0
 TURN_WAIT = 180.0
@@ -112,6 +114,29 @@ def escapes(observed: Observed) -> list[str]:
     problems += [f"canary sent to the model: {name}" for name in observed.model_leaks]
     problems += [f"canary uploaded: {name}" for name in observed.upload_leaks]
     return problems
+
+
+def unseen_refusals(
+    observed: Observed,
+    context: GateContext,
+    *,
+    unasked: Collection[str] = (),
+    also: Collection[str] = (),
+) -> list[str]:
+    """The calls whose sight on the phone differs from the gate's verdict, one line each.
+
+    A block must show as a block, an ask as a card, an allow as nothing. `unasked` are attack
+    ids the agent runs without asking (the phone sees nothing whatever the verdict); `also` are
+    other sights taken for any verdict (``cli``: the agent refused the call by itself).
+    """
+    expected = {Verdict.BLOCK: "block", Verdict.ASK: "card", Verdict.ALLOW: "none"}
+    unseen = []
+    for outcome in observed.outcomes:
+        verdict = evaluate(outcome.attack.tool, outcome.attack.input, context).outcome
+        wanted = "none" if outcome.attack.id in unasked else expected[verdict]
+        if outcome.seen not in (wanted, *also):
+            unseen.append(f"{outcome.attack.id}: gate {verdict.value}, phone saw {outcome.seen}")
+    return unseen
 
 
 async def open_session(

@@ -14,15 +14,13 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from bridge.engine.gate import Outcome as Verdict
-from bridge.engine.gate import evaluate
 from tests.differential.trial import gate_context
 from tests.differential.web import ScriptServer
 from tests.support.mock_anthropic import MockAnthropic
 from tests.support.relay import LoopbackRelay
 
 from .home import RedTeamHome
-from .scenario import escapes, run_scenario
+from .scenario import escapes, run_scenario, unseen_refusals
 
 
 async def test_the_sandbox_holds_when_the_phone_allows_every_card(
@@ -45,13 +43,7 @@ async def test_the_phone_sees_every_call_the_gate_refuses(
     assert observed.sandboxed is True
     escaped = escapes(observed)
     assert escaped == [], "\n".join(escaped)
-    context = gate_context(str(home.home))
-    expected = {Verdict.BLOCK: "block", Verdict.ASK: "card", Verdict.ALLOW: "none"}
-    unseen = []
-    for outcome in observed.outcomes:
-        verdict = evaluate(outcome.attack.tool, outcome.attack.input, context).outcome
-        if outcome.seen not in (expected[verdict], "cli"):
-            unseen.append(f"{outcome.attack.id}: gate {verdict.value}, phone saw {outcome.seen}")
+    unseen = unseen_refusals(observed, gate_context(str(home.home)), also=("cli",))
     assert unseen == [], "\n".join(unseen)
 
 

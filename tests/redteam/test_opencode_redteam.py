@@ -15,8 +15,6 @@ from pathlib import Path
 
 import pytest
 
-from bridge.engine.gate import Outcome as Verdict
-from bridge.engine.gate import evaluate
 from tests.differential.trial import gate_context
 from tests.differential.web import ScriptServer
 from tests.support.agent_packages import AgentUnavailable, opencode_acp_command
@@ -24,7 +22,7 @@ from tests.support.mock_anthropic import MockAnthropic
 from tests.support.relay import LoopbackRelay
 
 from .home import RedTeamHome
-from .scenario import escapes, run_scenario
+from .scenario import escapes, run_scenario, unseen_refusals
 
 ATTACK_IDS = frozenset(
     {
@@ -124,12 +122,5 @@ async def test_the_phone_sees_every_opencode_call_the_gate_refuses(
     assert observed.sandboxed is True
     escaped = escapes(observed)
     assert escaped == [], "\n".join(escaped)
-    context = gate_context(str(home.home))
-    expected = {Verdict.BLOCK: "block", Verdict.ASK: "card", Verdict.ALLOW: "none"}
-    unseen = []
-    for outcome in observed.outcomes:
-        verdict = evaluate(outcome.attack.tool, outcome.attack.input, context).outcome
-        wanted = "none" if outcome.attack.id in UNASKED else expected[verdict]
-        if outcome.seen != wanted:
-            unseen.append(f"{outcome.attack.id}: gate {verdict.value}, phone saw {outcome.seen}")
+    unseen = unseen_refusals(observed, gate_context(str(home.home)), unasked=UNASKED)
     assert unseen == [], "\n".join(unseen)

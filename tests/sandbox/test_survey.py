@@ -9,13 +9,12 @@ from pathlib import Path
 import pytest
 
 from bridge.sandbox import (
-    MADE_WHEN_MISSING,
     DiskFacts,
-    agent_state_paths,
     check_sandbox,
     find_bwrap,
     find_git_dirs,
     make_state_dirs,
+    state_dirs_to_make,
     survey,
 )
 from bridge.sandbox.probe import INSTALL_FIX
@@ -90,10 +89,18 @@ def test_a_program_that_cannot_make_a_sandbox_is_reported(tmp_path: Path) -> Non
 def test_the_agents_missing_state_dirs_are_made_private(tmp_path: Path) -> None:
     home = tmp_path / "home"
     home.mkdir()
-    state = agent_state_paths({"HOME": str(home)}, str(home), rows=MADE_WHEN_MISSING)
+    assert [Path(p).name for p in state_dirs_to_make({"HOME": str(home)}, str(home), "claude")] == [
+        ".claude",
+        ".cache",
+    ]
+    state = state_dirs_to_make({"HOME": str(home)}, str(home), "acp")
     assert [Path(p).name for p in state] == [
-        ".claude", "opencode", "opencode", "opencode", ".gemini", ".cache"
-    ]  # fmt: skip
+        "opencode",
+        "opencode",
+        "opencode",
+        ".gemini",
+        ".cache",
+    ]
     make_state_dirs(state)
     for path in state:
         assert Path(path).is_dir() and Path(path).stat().st_mode & 0o777 == 0o700
