@@ -48,14 +48,12 @@ from collections import deque
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Final
 
-from bridge.engine.gate.editor_calls import EDITOR_TOOLS, PROPOSE_EDIT
-
-from .budgets import Budget
-from .jev.packs import is_sensitive as default_sensitive
-from .lifecycle_prompts import checks_failed_text, task_prompt
-from .lifecycle_session import apply_judgement, apply_report
-from .lifecycle_task import Task
-from .lifecycle_types import (
+from bridge.desiide.budgets import Budget
+from bridge.desiide.jev.packs import is_sensitive as default_sensitive
+from bridge.desiide.lifecycle_prompts import checks_failed_text, task_prompt
+from bridge.desiide.lifecycle_session import apply_judgement, apply_report
+from bridge.desiide.lifecycle_task import Task
+from bridge.desiide.lifecycle_types import (
     FAILURE_REASONS,
     REPORT_STATUSES,
     TERMINAL_STATES,
@@ -74,6 +72,7 @@ from .lifecycle_types import (
     TaskNotFound,
     TaskState,
 )
+from bridge.engine.gate.editor_calls import EDITOR_TOOLS, PROPOSE_EDIT
 
 __all__ = ["DEFAULT_TOOLS", "MAX_RUNNING", "TaskBook"]
 

@@ -19,7 +19,7 @@ import shlex
 from collections.abc import Mapping, Sequence
 from typing import Final
 
-from .lifecycle_types import TaskKind
+from bridge.desiide.lifecycle_types import TaskKind
 
 __all__ = ["CHECK_OUTPUT_TAIL", "checks_failed_text", "task_prompt"]
 

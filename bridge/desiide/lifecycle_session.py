@@ -38,11 +38,8 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Final
 
-from bridge.engine.gate.editor_calls import JUDGE_LABEL, editor_tool
-from bridge.engine.gate.history import LOOP_THRESHOLD
-
-from .budgets import token_counts
-from .lifecycle_entries import (
+from bridge.desiide.budgets import token_counts
+from bridge.desiide.lifecycle_entries import (
     RETRYABLE_KINDS,
     call_paths,
     file_meta,
@@ -51,8 +48,8 @@ from .lifecycle_entries import (
     refusal,
     ripgrep_missing,
 )
-from .lifecycle_task import Approval, Call, Proposal, Task
-from .lifecycle_types import (
+from bridge.desiide.lifecycle_task import Approval, Call, Proposal, Task
+from bridge.desiide.lifecycle_types import (
     Action,
     AnswerCard,
     CardView,
@@ -63,7 +60,9 @@ from .lifecycle_types import (
     TaskState,
     model_error_reason,
 )
-from .paths import check_relative_path
+from bridge.desiide.paths import check_relative_path
+from bridge.engine.gate.editor_calls import JUDGE_LABEL, editor_tool
+from bridge.engine.gate.history import LOOP_THRESHOLD
 
 __all__ = ["MESSAGE_CAP", "OUTPUT_CAP", "apply_report"]
 

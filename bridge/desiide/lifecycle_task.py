@@ -23,11 +23,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Final
 
-from bridge.engine.gate.history import call_key
-from bridge.engine.timefmt import iso
-
-from .budgets import Budget, TokenMeter, WallClock
-from .lifecycle_types import (
+from bridge.desiide.budgets import Budget, TokenMeter, WallClock
+from bridge.desiide.lifecycle_types import (
     ACTIVE_STATES,
     Action,
     ApprovalNotFound,
@@ -38,6 +35,8 @@ from .lifecycle_types import (
     TaskKind,
     TaskState,
 )
+from bridge.engine.gate.history import call_key
+from bridge.engine.timefmt import iso
 
 __all__ = [
     "CLOCK_RUNS",

@@ -26,17 +26,16 @@ from collections.abc import Mapping
 from typing import Any, Final
 from urllib.parse import urlsplit
 
-from bridge.protocol import base_url_allowed
-from bridge.records import record
-
-from .model_errors import (
+from bridge.desiide.model_errors import (
     ModelError,
     ModelErrorKind,
     classify_provider_error,
     classify_status,
     provider_error_message,
 )
-from .settings import ApiKind, AuthScheme, SecretValue
+from bridge.desiide.settings import ApiKind, AuthScheme, SecretValue
+from bridge.protocol import base_url_allowed
+from bridge.records import record
 
 __all__ = [
     "ANTHROPIC_VERSION",

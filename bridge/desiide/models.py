@@ -33,12 +33,15 @@ import logging
 from collections.abc import Awaitable, Callable, Iterable, Mapping
 from typing import Any, Final, Literal
 
-from bridge.engine.providers import ProviderProfile
-from bridge.records import record
-
-from .model_errors import ModelError, ModelErrorKind, ProbeResult
-from .model_http import Endpoint, ModelCallFailed, auth_headers, minimal_request, request_json
-from .settings import (
+from bridge.desiide.model_errors import ModelError, ModelErrorKind, ProbeResult
+from bridge.desiide.model_http import (
+    Endpoint,
+    ModelCallFailed,
+    auth_headers,
+    minimal_request,
+    request_json,
+)
+from bridge.desiide.settings import (
     CostTier,
     DesiideConfig,
     Locality,
@@ -48,6 +51,8 @@ from .settings import (
     is_loopback_url,
     resolve_secret,
 )
+from bridge.engine.providers import ProviderProfile
+from bridge.records import record
 
 __all__ = [
     "AGENT_PREFIX",

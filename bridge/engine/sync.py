@@ -42,10 +42,9 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Final
 
+from bridge.engine.effects import Effect, Publish, SendSyncChunk
 from bridge.protocol import SyncBeginMessage, SyncEndMessage, ranges
 from bridge.protocol.ranges import Range
-
-from .effects import Effect, Publish, SendSyncChunk
 
 __all__ = [
     "MAX_ACTIVE_SYNCS",

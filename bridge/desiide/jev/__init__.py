@@ -13,7 +13,7 @@ A pack is one question put to a small judge model about metadata (never file con
 
 from __future__ import annotations
 
-from .client import (
+from bridge.desiide.jev.client import (
     DEFAULT_WORKFLOWS,
     JEV_MAX_TOKENS,
     JEV_NOT_CONFIGURED,
@@ -25,7 +25,7 @@ from .client import (
     Judgement,
     build_prompt,
 )
-from .gather import (
+from bridge.desiide.jev.gather import (
     GIT_TIMEOUT,
     MAX_FILE_BYTES,
     MAX_PROJECT_BYTES,
@@ -46,7 +46,7 @@ from .gather import (
     project_size_lines,
     working_tree_changes,
 )
-from .packs import (
+from bridge.desiide.jev.packs import (
     DEFAULT_PREFERENCE,
     MAX_COMMAND_CHARS,
     MAX_FILES,
@@ -66,7 +66,7 @@ from .packs import (
     has_pending_migrations,
     is_sensitive,
 )
-from .results import (
+from bridge.desiide.jev.results import (
     PROB_TOLERANCE,
     ChoiceResult,
     JevResult,
@@ -80,7 +80,7 @@ from .results import (
     parse_result,
     parse_score,
 )
-from .risk import (
+from bridge.desiide.jev.risk import (
     JEV_RISK_LABEL,
     JEV_RISK_THRESHOLD,
     RiskOutcome,

@@ -29,13 +29,12 @@ import logging
 from collections.abc import Mapping, Sequence
 from typing import Any, Final
 
+from bridge.desiide.jev.packs import PACK_FORMATS, PackName, build_risk_gate
+from bridge.desiide.jev.results import JevResult, MalformedResult, parse_result
+from bridge.desiide.model_errors import ModelError, ProbeResult
+from bridge.desiide.model_http import Endpoint, ModelCallFailed, api_url, auth_headers, request_json
+from bridge.desiide.settings import JevSettings, SecretResolver, SecretValue, resolve_secret
 from bridge.records import record
-
-from ..model_errors import ModelError, ProbeResult
-from ..model_http import Endpoint, ModelCallFailed, api_url, auth_headers, request_json
-from ..settings import JevSettings, SecretResolver, SecretValue, resolve_secret
-from .packs import PACK_FORMATS, PackName, build_risk_gate
-from .results import JevResult, MalformedResult, parse_result
 
 __all__ = [
     "DEFAULT_WORKFLOWS",

@@ -35,9 +35,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any, Final
 
-from bridge.records import record
-
-from .packs import (
+from bridge.desiide.jev.packs import (
     AvailableModel,
     FileFacts,
     LastRunStatus,
@@ -47,6 +45,7 @@ from .packs import (
     build_workflow_select,
     has_pending_migrations,
 )
+from bridge.records import record
 
 __all__ = [
     "GIT_TIMEOUT",

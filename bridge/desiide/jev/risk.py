@@ -21,8 +21,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Final
 
-from ..settings import RiskOutcome
-from .results import NoulResult
+from bridge.desiide.jev.results import NoulResult
+from bridge.desiide.settings import RiskOutcome
 
 __all__ = [
     "JEV_RISK_LABEL",

@@ -165,7 +165,7 @@ tables do not list, is read as written; arithmetic on a variable set outside the
 even when it holds a number.
 """
 
-from .decide import (
+from bridge.engine.gate.decide import (
     ACCEPT_EDITS_TOOLS,
     AUTO_ALLOW_MODES,
     FILE_READ_TOOLS,
@@ -174,8 +174,8 @@ from .decide import (
     GateContext,
     evaluate,
 )
-from .history import LOOP_THRESHOLD, CallHistory, call_key
-from .labels import (
+from bridge.engine.gate.history import LOOP_THRESHOLD, CallHistory, call_key
+from bridge.engine.gate.labels import (
     ALL_LABELS,
     DENY_PREFIX,
     DENY_RULES,
@@ -188,7 +188,7 @@ from .labels import (
     describe_reason,
     order_labels,
 )
-from .pre_tool import (
+from bridge.engine.gate.pre_tool import (
     CARD_TOOLS,
     GATE_FAILED_REASON,
     UNKNOWN_SESSION_REASON,
@@ -197,7 +197,7 @@ from .pre_tool import (
     SessionFacts,
     pre_tool_verdict,
 )
-from .shell_check import check_shell
+from bridge.engine.gate.shell_check import check_shell
 
 __all__ = [
     "ACCEPT_EDITS_TOOLS",

@@ -30,7 +30,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 
-from .context import (
+from bridge.engine.gate.context import (
     INLINE,
     OUTSIDE,
     PRIVILEGED,
@@ -39,12 +39,12 @@ from .context import (
     check_read,
     check_write,
 )
-from .labels import deny_label
-from .line_memory import memory_of
-from .long_options import LONG_OPTIONS
-from .shell_lexer import Word
-from .words import Option, drop_prefix, split_args
-from .wrappers import command_string
+from bridge.engine.gate.labels import deny_label
+from bridge.engine.gate.line_memory import memory_of
+from bridge.engine.gate.long_options import LONG_OPTIONS
+from bridge.engine.gate.shell_lexer import Word
+from bridge.engine.gate.words import Option, drop_prefix, split_args
+from bridge.engine.gate.wrappers import command_string
 
 __all__ = ["COMMAND_OPTION_RULES"]
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 
-from .context import (
+from bridge.engine.gate.context import (
     INLINE,
     OUTSIDE,
     UNPARSABLE,
@@ -22,16 +22,16 @@ from .context import (
     check_lenient,
     enter_directory,
 )
-from .deferred import check_declare, check_name_builtin
-from .hooks import check_alias, check_trap
-from .interpreters import Interpreter, interpreter_for, program_source
-from .labels import deny_label
-from .line_memory import check_written
-from .paths import is_under, resolve
-from .rules import DELETERS, rule_for
-from .shell_lexer import Word
-from .words import command_name, split_args
-from .wrappers import WRAPPERS, inline_shell
+from bridge.engine.gate.deferred import check_declare, check_name_builtin
+from bridge.engine.gate.hooks import check_alias, check_trap
+from bridge.engine.gate.interpreters import Interpreter, interpreter_for, program_source
+from bridge.engine.gate.labels import deny_label
+from bridge.engine.gate.line_memory import check_written
+from bridge.engine.gate.paths import is_under, resolve
+from bridge.engine.gate.rules import DELETERS, rule_for
+from bridge.engine.gate.shell_lexer import Word
+from bridge.engine.gate.words import command_name, split_args
+from bridge.engine.gate.wrappers import WRAPPERS, inline_shell
 
 __all__ = ["MAX_WRAPPERS", "SYSTEM_BIN_DIRS", "check_argv"]
 

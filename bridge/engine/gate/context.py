@@ -6,8 +6,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Protocol
 
-from .labels import deny_label
-from .paths import (
+from bridge.engine.gate.labels import deny_label
+from bridge.engine.gate.paths import (
     Target,
     Workspace,
     is_device,
@@ -16,8 +16,8 @@ from .paths import (
     reaches_hidden,
     resolve,
 )
-from .shell_lexer import Part, Word
-from .words import drop_prefix
+from bridge.engine.gate.shell_lexer import Part, Word
+from bridge.engine.gate.words import drop_prefix
 
 __all__ = [
     "BACKGROUND",

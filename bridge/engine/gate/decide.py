@@ -9,11 +9,11 @@ import posixpath
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from .context import BACKGROUND, SECRET, UNPARSABLE, read_label, write_label
-from .history import LOOP_THRESHOLD
-from .labels import DENY_PREFIX, LOOP_LABEL, GateDecision, Outcome, order_labels
-from .paths import Target, Workspace, normalise, reaches_hidden
-from .shell_check import check_shell
+from bridge.engine.gate.context import BACKGROUND, SECRET, UNPARSABLE, read_label, write_label
+from bridge.engine.gate.history import LOOP_THRESHOLD
+from bridge.engine.gate.labels import DENY_PREFIX, LOOP_LABEL, GateDecision, Outcome, order_labels
+from bridge.engine.gate.paths import Target, Workspace, normalise, reaches_hidden
+from bridge.engine.gate.shell_check import check_shell
 
 __all__ = [
     "ACCEPT_EDITS_TOOLS",

@@ -18,11 +18,11 @@ from __future__ import annotations
 
 import re
 
-from .context import INLINE, UNPARSABLE, Call
-from .hooks import CODE_VARIABLE_NAMES, check_assignment
-from .line_memory import memory_of
-from .shell_lexer import DYN_MARK, Part, Word
-from .words import drop_prefix, split_args
+from bridge.engine.gate.context import INLINE, UNPARSABLE, Call
+from bridge.engine.gate.hooks import CODE_VARIABLE_NAMES, check_assignment
+from bridge.engine.gate.line_memory import memory_of
+from bridge.engine.gate.shell_lexer import DYN_MARK, Part, Word
+from bridge.engine.gate.words import drop_prefix, split_args
 
 __all__ = [
     "BUILTIN_INTEGERS",

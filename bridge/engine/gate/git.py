@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import re
 
-from .context import (
+from bridge.engine.gate.context import (
     INLINE,
     OUTSIDE,
     UNPARSABLE,
@@ -29,12 +29,12 @@ from .context import (
     check_read,
     enter_directory,
 )
-from .hooks import check_git_setting, git_key_runs_code
-from .labels import deny_label
-from .long_options import LONG_OPTIONS, STRICT
-from .shell_lexer import Word
-from .words import drop_prefix, split_args
-from .wrappers import command_string
+from bridge.engine.gate.hooks import check_git_setting, git_key_runs_code
+from bridge.engine.gate.labels import deny_label
+from bridge.engine.gate.long_options import LONG_OPTIONS, STRICT
+from bridge.engine.gate.shell_lexer import Word
+from bridge.engine.gate.words import drop_prefix, split_args
+from bridge.engine.gate.wrappers import command_string
 
 __all__ = ["PROTECTED_BRANCHES", "git_rule", "is_protected_branch"]
 

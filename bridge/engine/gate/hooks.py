@@ -16,9 +16,9 @@ from __future__ import annotations
 
 import re
 
-from .context import INLINE, Call, CommandEnv, Scope
-from .shell_lexer import Word
-from .words import drop_prefix
+from bridge.engine.gate.context import INLINE, Call, CommandEnv, Scope
+from bridge.engine.gate.shell_lexer import Word
+from bridge.engine.gate.words import drop_prefix
 
 __all__ = [
     "CODE_VARIABLE_NAMES",

@@ -17,7 +17,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal
 
-from .shell_lexer import Word
+from bridge.engine.gate.shell_lexer import Word
 
 __all__ = [
     "SHELLS",

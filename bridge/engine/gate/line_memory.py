@@ -19,9 +19,9 @@ from __future__ import annotations
 import re
 from typing import Protocol, runtime_checkable
 
-from .context import INLINE, CommandEnv
-from .labels import deny_label
-from .paths import Target
+from bridge.engine.gate.context import INLINE, CommandEnv
+from bridge.engine.gate.labels import deny_label
+from bridge.engine.gate.paths import Target
 
 __all__ = ["LineMemory", "check_written", "memory_of", "note_written", "runs_later"]
 

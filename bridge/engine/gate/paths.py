@@ -30,7 +30,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from .shell_lexer import Word
+from bridge.engine.gate.shell_lexer import Word
 
 __all__ = [
     "SAFE_DEVICES",

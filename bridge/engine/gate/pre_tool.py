@@ -53,8 +53,8 @@ import enum
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from .decide import GateContext, evaluate
-from .labels import GateDecision, Outcome, describe_decision
+from bridge.engine.gate.decide import GateContext, evaluate
+from bridge.engine.gate.labels import GateDecision, Outcome, describe_decision
 
 __all__ = [
     "CARD_TOOLS",

@@ -15,8 +15,8 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 
-from .command_options import COMMAND_OPTION_RULES
-from .context import (
+from bridge.engine.gate.command_options import COMMAND_OPTION_RULES
+from bridge.engine.gate.context import (
     INLINE,
     OUTSIDE,
     UNPARSABLE,
@@ -26,15 +26,15 @@ from .context import (
     check_read,
     check_write,
 )
-from .git import git_rule
-from .labels import deny_label
-from .line_memory import note_written, runs_later
-from .long_options import LONG_OPTIONS, STRICT, resolve_long
-from .paths import Target, is_device, is_safe_device, is_system
-from .sed_script import sed_rule
-from .shell_lexer import DYN_MARK, Part, Word
-from .words import Args, drop_prefix, split_args
-from .wrappers import command_string
+from bridge.engine.gate.git import git_rule
+from bridge.engine.gate.labels import deny_label
+from bridge.engine.gate.line_memory import note_written, runs_later
+from bridge.engine.gate.long_options import LONG_OPTIONS, STRICT, resolve_long
+from bridge.engine.gate.paths import Target, is_device, is_safe_device, is_system
+from bridge.engine.gate.sed_script import sed_rule
+from bridge.engine.gate.shell_lexer import DYN_MARK, Part, Word
+from bridge.engine.gate.words import Args, drop_prefix, split_args
+from bridge.engine.gate.wrappers import command_string
 
 __all__ = ["DELETERS", "DOWNLOADERS", "MKFS", "rule_for"]
 

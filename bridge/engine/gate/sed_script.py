@@ -14,11 +14,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
-from .context import INLINE, UNPARSABLE, Call, check_write, read_label
-from .line_memory import note_written
-from .long_options import LONG_OPTIONS
-from .shell_lexer import Part, Word
-from .words import split_args
+from bridge.engine.gate.context import INLINE, UNPARSABLE, Call, check_write, read_label
+from bridge.engine.gate.line_memory import note_written
+from bridge.engine.gate.long_options import LONG_OPTIONS
+from bridge.engine.gate.shell_lexer import Part, Word
+from bridge.engine.gate.words import split_args
 
 __all__ = ["SedAction", "parse_sed", "sed_rule"]
 

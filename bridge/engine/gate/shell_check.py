@@ -15,8 +15,8 @@ from __future__ import annotations
 
 from typing import Literal
 
-from .command_rules import check_argv
-from .context import (
+from bridge.engine.gate.command_rules import check_argv
+from bridge.engine.gate.context import (
     BACKGROUND,
     INLINE,
     UNPARSABLE,
@@ -26,13 +26,18 @@ from .context import (
     read_label,
     write_label,
 )
-from .deferred import arithmetic_is_code, name_is_code, note_assignment, parameter_is_code
-from .hooks import check_assignment
-from .labels import deny_label
-from .line_memory import check_written, note_written
-from .paths import Workspace, resolve
-from .shell_lexer import DYN_MARK, Lexed, Part, ShellSyntaxError, Word
-from .shell_parser import (
+from bridge.engine.gate.deferred import (
+    arithmetic_is_code,
+    name_is_code,
+    note_assignment,
+    parameter_is_code,
+)
+from bridge.engine.gate.hooks import check_assignment
+from bridge.engine.gate.labels import deny_label
+from bridge.engine.gate.line_memory import check_written, note_written
+from bridge.engine.gate.paths import Workspace, resolve
+from bridge.engine.gate.shell_lexer import DYN_MARK, Lexed, Part, ShellSyntaxError, Word
+from bridge.engine.gate.shell_parser import (
     Command,
     Compound,
     FunctionDef,
@@ -42,7 +47,7 @@ from .shell_parser import (
     parse,
     parse_shell,
 )
-from .words import TooManyWords, drop_prefix, expand_braces
+from bridge.engine.gate.words import TooManyWords, drop_prefix, expand_braces
 
 __all__ = ["MAX_COMMAND_LENGTH", "MAX_SCRIPT_DEPTH", "ShellChecker", "check_shell"]
 

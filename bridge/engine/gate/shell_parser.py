@@ -21,7 +21,7 @@ import re
 from dataclasses import dataclass
 from typing import Literal
 
-from .shell_lexer import Lexed, ShellSyntaxError, Token, Word, lex
+from bridge.engine.gate.shell_lexer import Lexed, ShellSyntaxError, Token, Word, lex
 
 __all__ = [
     "MAX_PARSE_DEPTH",

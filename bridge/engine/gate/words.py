@@ -13,8 +13,8 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from .long_options import resolve_long
-from .shell_lexer import DYN_MARK, Part, Word
+from bridge.engine.gate.long_options import resolve_long
+from bridge.engine.gate.shell_lexer import DYN_MARK, Part, Word
 
 __all__ = [
     "MAX_BRACE_DEPTH",

@@ -13,7 +13,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 
-from .context import (
+from bridge.engine.gate.context import (
     BACKGROUND,
     INLINE,
     PRIVILEGED,
@@ -23,12 +23,12 @@ from .context import (
     enter_directory,
     write_label,
 )
-from .hooks import check_assignment
-from .labels import deny_label
-from .long_options import LONG_OPTIONS
-from .paths import resolve
-from .shell_lexer import Part, ShellSyntaxError, Word, lex
-from .words import Args, drop_prefix, split_args
+from bridge.engine.gate.hooks import check_assignment
+from bridge.engine.gate.labels import deny_label
+from bridge.engine.gate.long_options import LONG_OPTIONS
+from bridge.engine.gate.paths import resolve
+from bridge.engine.gate.shell_lexer import Part, ShellSyntaxError, Word, lex
+from bridge.engine.gate.words import Args, drop_prefix, split_args
 
 __all__ = ["WRAPPERS", "Unwrapped", "Wrapper", "command_string", "inline_shell"]
 
