@@ -25,7 +25,7 @@ Rules, each failure a :class:`~bridge.config.ConfigError` naming the key and the
   ``[agents.opencode]`` with a ``command`` replaces that, one without keeps it and may change the
   label or add ``env``; ``enabled = false`` turns it off.
 
-Nothing here starts an agent: whether it starts is :mod:`bridge.runtime.agent_probe`'s job.
+Nothing here starts an agent: whether it starts is :mod:`bridge.runtime.hosts.agent_probe`'s job.
 """
 
 from __future__ import annotations

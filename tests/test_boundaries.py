@@ -17,6 +17,7 @@ REPO = Path(__file__).resolve().parents[1]
 PURE_DIRS = [
     "bridge/protocol",
     "bridge/engine",
+    "bridge/gate",
     "bridge/nostr",
     "bridge/relay",
     "relaypolicy/policies",
@@ -42,72 +43,58 @@ FORBIDDEN = {
     "sqlite3",
 }
 
-# Dependencies point one way: protocol ← nostr ← engine ← runtime → agents/store.
+# Dependencies point one way: every package of the project sits on a layer and imports only
+# from lower layers (and itself). Read bottom-up, this is the house: the shared vocabulary, the
+# pure cores, the session host and the agent drivers, the control socket, the daemon's runtime,
+# and the front ends (the editor's orchestrator, doctor, the service, the CLI).
+LAYERS: list[set[str]] = [
+    {
+        "bridge",
+        "bridge.records",
+        "bridge.tasks",
+        "bridge.redaction",
+        "bridge.peercred",
+        "bridge.ripgrep",
+    },
+    {"bridge.protocol", "bridge.sandbox", "bridge.agent_config"},
+    {"bridge.nostr", "bridge.gate", "bridge.config", "bridge.agent_reports"},
+    {"bridge.engine", "bridge.relay", "bridge.host", "bridge.logs", "store"},
+    {"bridge.agents", "relaypolicy"},
+    {"bridge.control"},
+    {"bridge.runtime"},
+    {"bridge.desiide", "bridge.service"},
+    {"bridge.doctor"},
+    {"bridge.cli"},
+    {"bridge.__main__"},
+]
+LAYER_OF = {package: level for level, packages in enumerate(LAYERS) for package in packages}
+
+
+def package_of(module: str) -> str | None:
+    """The layered package a module belongs to (``bridge.runtime.hosts.link`` → ``bridge.runtime``)."""
+    parts = module.split(".")
+    if parts[0] in ("store", "relaypolicy"):
+        return parts[0]
+    if parts[0] != "bridge":
+        return None
+    return ".".join(parts[:2]) if len(parts) > 1 else "bridge"
+
+
+# Narrower rules inside a layer: packages that must not reach what their layer would allow.
 LAYER_RULES = {
     "bridge/protocol": {"bridge", "store", "relaypolicy"},  # imports nothing of the project
-    "bridge/nostr": {
-        "bridge.engine",
-        "bridge.runtime",
-        "bridge.agents",
-        "bridge.control",
-        "store",
-        "relaypolicy",
-    },
-    "bridge/engine": {
-        "bridge.desiide",
-        "bridge.runtime",
-        "bridge.agents",
-        "bridge.control",
-        "bridge.cli",
-        "store",
-        "relaypolicy",
-    },
-    "store": {"bridge", "relaypolicy"},
+    "bridge/nostr": {"bridge.protocol", "bridge.sandbox", "bridge.agent_config"},
     # The relay knows Nostr and nothing of the bridge: its write policy is a callback.
-    "bridge/relay": {
-        "bridge.protocol",
-        "bridge.engine",
-        "bridge.runtime",
-        "bridge.agents",
-        "bridge.control",
-        "bridge.cli",
-        "bridge.host",
-        "store",
-        "relaypolicy",
-    },
-    # The editor's orchestrator drives the daemon through the control socket; it reads the store
-    # read-only and uses the engine's pure gate. It never reaches into a host or an agent.
-    "bridge/desiide": {
-        "bridge.host",
-        "bridge.agents",
-        "bridge.relay",
-        "bridge.nostr",
-        "relaypolicy",
-    },
+    "bridge/relay": {"bridge.protocol", "bridge.engine", "bridge.gate"},
     # The sandbox is planned by the daemon and applied by a session host: it knows neither.
-    "bridge/sandbox": {
-        "bridge.runtime",
-        "bridge.engine",
-        "bridge.agents",
-        "bridge.control",
-        "bridge.desiide",
-        "bridge.host",
-        "bridge.nostr",
-        "bridge.protocol",
-        "bridge.cli",
-        "store",
-        "relaypolicy",
-    },
+    "bridge/sandbox": {"bridge.protocol", "bridge.agent_config"},
+    # The gate is one model for the engine, the agent drivers and the editor: it knows none.
+    "bridge/gate": {"bridge.protocol", "bridge.nostr", "bridge.config", "bridge.agent_config"},
     # A session host outlives the daemon and must stay lean: none of the daemon's stack.
-    "bridge/host": {
-        "bridge.runtime",
-        "bridge.engine",
-        "bridge.control",
-        "bridge.nostr",
-        "bridge.cli",
-        "store",
-        "relaypolicy",
-    },
+    "bridge/host": {"bridge.engine", "bridge.nostr", "bridge.gate", "bridge.protocol", "store"},
+    # The editor's orchestrator drives the daemon through the control socket; it never reaches
+    # into a host, an agent or a relay.
+    "bridge/desiide": {"bridge.host", "bridge.agents", "bridge.relay", "bridge.nostr"},
 }
 # What a session host runs must stay lean (RSS, start time): its package and the drivers.
 LEAN_FILES = [
@@ -128,6 +115,7 @@ LEAN_FORBIDDEN = {
     "aiosqlite",
     "bridge.protocol",
     "bridge.engine",
+    "bridge.gate",
     "bridge.runtime",
     "bridge.nostr",
     "bridge.control",
@@ -183,6 +171,31 @@ def test_pure_modules_import_no_io(path: Path) -> None:
     assert not uses_os_environ(path), f"{path.relative_to(REPO)} reads the environment"
 
 
+PROJECT_MODULES = [p for d in ("bridge", "relaypolicy", "store") for p in python_files(d)]
+
+
+def module_name_of(path: Path) -> str:
+    return ".".join(path.relative_to(REPO).with_suffix("").parts).removesuffix(".__init__")
+
+
+def test_every_package_has_a_layer() -> None:
+    packages = {package_of(module_name_of(p)) for p in PROJECT_MODULES}
+    assert packages - set(LAYER_OF) == set(), "give each new package a layer in LAYERS"
+
+
+@pytest.mark.parametrize("path", PROJECT_MODULES, ids=lambda p: str(p.relative_to(REPO)))
+def test_imports_point_down(path: Path) -> None:
+    own = package_of(module_name_of(path))
+    assert own is not None
+    for module in imported_modules(path):
+        other = package_of(module)
+        if other is None or other == own or other not in LAYER_OF:
+            continue
+        assert LAYER_OF[other] < LAYER_OF[own], (
+            f"{path.relative_to(REPO)} imports {module}: {other} is not below {own}"
+        )
+
+
 LAYERED = [(d, p) for d in LAYER_RULES for p in python_files(d)]
 
 
@@ -197,6 +210,19 @@ def test_dependencies_point_one_way(layer: str, path: Path) -> None:
             continue
         hit = [f for f in forbidden if module == f or module.startswith(f + ".")]
         assert not hit, f"{path.relative_to(REPO)} imports {module} (layer {layer} must not)"
+
+
+MAX_MODULES_PER_FOLDER = 20
+FOLDERS = sorted({p.parent for p in PROJECT_MODULES})
+
+
+@pytest.mark.parametrize("folder", FOLDERS, ids=lambda p: str(p.relative_to(REPO)))
+def test_no_folder_is_a_flat_pile(folder: Path) -> None:
+    """A folder past twenty modules is a package that needs areas (subfolders by job)."""
+    modules = [p for p in folder.glob("*.py") if p.name != "__init__.py"]
+    assert len(modules) <= MAX_MODULES_PER_FOLDER, (
+        f"{folder.relative_to(REPO)} holds {len(modules)} modules: split it into areas"
+    )
 
 
 @pytest.mark.parametrize("path", LEAN_FILES, ids=lambda p: str(p.relative_to(REPO)))
@@ -227,7 +253,8 @@ def test_a_session_host_process_loads_only_what_it_needs() -> None:
         "bridge.agents.scripted; "
         "print(sorted(m for m in sys.modules if m.split('.')[0] in "
         "('pydantic', 'claude_agent_sdk', 'websockets', 'aiosqlite', 'store', 'anyio', 'mcp') "
-        "or m.startswith(('bridge.engine', 'bridge.protocol', 'bridge.runtime', 'bridge.nostr'))))"
+        "or m.startswith(('bridge.engine', 'bridge.gate', 'bridge.protocol', 'bridge.runtime', "
+        "'bridge.nostr'))))"
     )
     assert printed_by(code) == "[]"
 

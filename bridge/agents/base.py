@@ -27,14 +27,14 @@ from dataclasses import field
 from pathlib import Path
 from typing import Any, Protocol
 
-from bridge.engine.inputs import (
+from bridge.agent_reports import (
     AgentEnded,
     AgentEntry,
     AgentFailed,
     AgentOptionSet,
     AgentReady,
+    AgentReport,
     AgentStateChanged,
-    Input,
     PermissionRequested,
 )
 from bridge.records import record
@@ -61,7 +61,7 @@ AgentEvent = (
     | AgentOptionSet
     | PermissionRequested
 )
-Emit = Callable[[Input], None]
+Emit = Callable[[AgentReport], None]
 """Where a runner's reports go: agent events, and the journal records of a session host
 (``JournalRecord``, ``PermissionStillPending``)."""
 

@@ -341,7 +341,7 @@ async def _warn_if_unreachable(client: ControlClient, relays: Any) -> None:
     status: Any = await client.status()
     embedded = status.get("embeddedRelay") if isinstance(status, dict) else None
     # Imported here: the embedded relay's module loads nostr-sdk, which `pair` otherwise skips.
-    from bridge.runtime.embedded_relay import lan_address
+    from bridge.runtime.edges.embedded_relay import lan_address
 
     advice = unreachable_relays_advice(
         shown, embedded_url=embedded if isinstance(embedded, str) else None, lan=lan_address()

@@ -212,7 +212,7 @@ async def close_without_daemon(home: Path, session_id: str | None) -> ClosedSess
 
 async def _remove_from_store(home: Path, session_id: str | None) -> list[str]:
     """Delete the chosen sessions from the store (one transaction); their ids."""
-    from bridge.engine.sessions import PENDING_STATE
+    from bridge.engine.sessions.rules import PENDING_STATE
     from store import bridge_state
     from store.db import BRIDGE_DB_FILENAME, open_bridge_db
 
@@ -248,7 +248,7 @@ async def _remove_from_store(home: Path, session_id: str | None) -> list[str]:
 
 async def _stop_and_remove(paths: HostPaths) -> bool:
     """Stop the host of `paths` if it runs, then delete its directory; whether it ran."""
-    from bridge.runtime.host_launcher import stop_host
+    from bridge.runtime.hosts.launcher import stop_host
 
     stopped = await stop_host(paths)
     reap_host(paths.root)  # commands a dead host left running

@@ -17,7 +17,7 @@ connection for the bytes to write)::
   uninitialised so the extension may retry). ``initialize`` is answered synchronously so that a
   client that pipelines ``initialize`` and its first request is served in order.
 - A valid request becomes a `Call` with its params already validated into the method's model
-  (`bridge.desiide.schema.METHODS`); the runtime runs the handler and writes `result`,
+  (`bridge.desiide.schema.methods.METHODS`); the runtime runs the handler and writes `result`,
   `error_for` or `internal_error`. Answers may go out in any order (JSON-RPC matches them by
   id), so a slow ``models.test`` does not hold up ``task.approve``.
 - Our own requests (``secrets.get``) get ids from `request`; the extension's answers come back
@@ -68,7 +68,7 @@ from bridge.desiide.errors import (
     PROTOCOL_MISMATCH,
     DesiideError,
 )
-from bridge.desiide.schema import (
+from bridge.desiide.schema.methods import (
     METHODS,
     NOTIFICATION_METHODS,
     PROTOCOL_VERSION,

@@ -30,10 +30,10 @@ from pathlib import Path
 from typing import Any, Final
 
 from bridge.desiide.errors import INVALID_PARAMS, DesiideError
+from bridge.engine.editor.task_gate import NOT_ALLOWED_LABEL
 from bridge.engine.effects import TaskPolicy
-from bridge.engine.gate import GateContext, Outcome, evaluate
-from bridge.engine.gate.editor_calls import PROPOSE_EDIT, editor_tool, judged_calls
-from bridge.engine.task_gate import NOT_ALLOWED_LABEL
+from bridge.gate import GateContext, Outcome, evaluate
+from bridge.gate.editor_calls import PROPOSE_EDIT, editor_tool, judged_calls
 from bridge.sandbox.hidden import hidden_paths
 from store.decisions import DecisionRecord, read_decisions
 from store.errors import StoreError

@@ -1,17 +1,17 @@
 """The orchestrator's method table: each Desiide request → the module that does it.
 
 The connection has validated the params into the method's model
-(:data:`bridge.desiide.schema.METHODS`); a handler returns the result as a JSON object (the
+(:data:`bridge.desiide.schema.methods.METHODS`); a handler returns the result as a JSON object (the
 schema's result models describe them, ``DESIIDE.md`` documents them) or raises
 :class:`~bridge.desiide.errors.DesiideError` (or the task book's
-:class:`~bridge.desiide.lifecycle_types.LifecycleError`, mapped by the server).
+:class:`~bridge.desiide.lifecycle.types.LifecycleError`, mapped by the server).
 
 =====================  ===================================================================
 method                 done by
 =====================  ===================================================================
 ``task.*``, ``edits``  :class:`~bridge.desiide.orchestrator.Orchestrator` (tasks as sessions)
 ``decisions.*``        :mod:`bridge.desiide.decision_log` (the store, read-only)
-``models.*``           :mod:`bridge.desiide.models` (configured, profiles', Claude's, Ollama)
+``models.*``           :mod:`bridge.desiide.models.listing` (configured, profiles', Claude's, Ollama)
 ``jev.*``              :mod:`bridge.desiide.jev` (the packs' states; the configured judge)
 ``config.update``      :mod:`bridge.desiide.settings` (kept in ``<home>/desiide``, refs only)
 ``health.ping``        here
@@ -45,9 +45,9 @@ from bridge.desiide.jev import (
     has_pending_migrations,
     preview_state,
 )
-from bridge.desiide.lifecycle_entries import call_paths
-from bridge.desiide.lifecycle_types import FileReport
-from bridge.desiide.models import (
+from bridge.desiide.lifecycle.entries import call_paths
+from bridge.desiide.lifecycle.types import FileReport
+from bridge.desiide.models.listing import (
     AGENT_PREFIX,
     AgentModel,
     ModelSources,
@@ -64,8 +64,8 @@ from bridge.desiide.settings import (
     load_config,
     save_config,
 )
-from bridge.engine.gate.editor_calls import editor_tool
-from bridge.engine.providers import ProviderProfile, profile_from_record
+from bridge.engine.phones.providers import ProviderProfile, profile_from_record
+from bridge.gate.editor_calls import editor_tool
 from store.errors import StoreError
 from store.readonly import open_readonly
 

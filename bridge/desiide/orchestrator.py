@@ -1,6 +1,6 @@
 """The orchestrator's tasks at run time: the task book, the daemon link and the watch, wired.
 
-:class:`~bridge.desiide.lifecycle.TaskBook` decides (pure); this class performs what it returns
+:class:`~bridge.desiide.lifecycle.machine.TaskBook` decides (pure); this class performs what it returns
 and feeds it what happens:
 
 - **Requests** (``task.create``, ``task.cancel``, ``task.approve``, ``task.reject``,
@@ -36,12 +36,12 @@ from pathlib import Path
 from typing import Any, Final, assert_never
 
 from bridge.desiide.budgets import Budget
-from bridge.desiide.check_runner import blocked_check, run_checks
-from bridge.desiide.checks import check_commands, find_checks
+from bridge.desiide.checks.commands import check_commands, find_checks
+from bridge.desiide.checks.runner import blocked_check, run_checks
 from bridge.desiide.daemon_link import DaemonLink, DaemonLinkError
 from bridge.desiide.errors import INTERNAL_ERROR, DesiideError
-from bridge.desiide.lifecycle import TaskBook
-from bridge.desiide.lifecycle_types import (
+from bridge.desiide.lifecycle.machine import TaskBook
+from bridge.desiide.lifecycle.types import (
     Action,
     AnswerCard,
     CardView,
@@ -56,7 +56,7 @@ from bridge.desiide.lifecycle_types import (
     StopSession,
     Success,
 )
-from bridge.engine.task_gate import GATE_ERROR_LABEL
+from bridge.engine.editor.task_gate import GATE_ERROR_LABEL
 from bridge.engine.timefmt import iso
 from bridge.ripgrep import find_ripgrep
 from bridge.sandbox.hidden import hidden_paths

@@ -37,9 +37,9 @@ from bridge.desiide.connection import Answer, Call, Closed, DesiideConnection, R
 from bridge.desiide.daemon_link import DaemonLink
 from bridge.desiide.errors import SECRET_MISSING, DesiideError
 from bridge.desiide.handlers import Handlers
-from bridge.desiide.lifecycle_types import LifecycleError
+from bridge.desiide.lifecycle.types import LifecycleError
 from bridge.desiide.orchestrator import Orchestrator, lifecycle_error
-from bridge.desiide.schema import SecretsGetParams, SecretsGetResult
+from bridge.desiide.schema.methods import SecretsGetParams, SecretsGetResult
 from bridge.logs import JsonFormatter, RedactionFilter, configure_logging
 from bridge.tasks import TaskSet, race
 

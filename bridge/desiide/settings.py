@@ -88,7 +88,7 @@ CONFIG_FILE_NAME: Final = "config.json"
 MAX_MODELS: Final = 100
 MAX_ROLES: Final = 20
 RESERVED_PREFIXES: Final = ("claude:", "profile:", "ollama:")
-"""Model-id prefixes of the other catalog sources (:mod:`bridge.desiide.models`)."""
+"""Model-id prefixes of the other catalog sources (:mod:`bridge.desiide.models.listing`)."""
 
 DEFAULT_JEV_TIMEOUT_MS: Final = 15_000
 _MAX_STR: Final = 500

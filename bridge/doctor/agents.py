@@ -1,7 +1,7 @@
 """Doctor check: does each configured ACP agent (OpenCode, ``[agents.<id>]``) start?
 
 One line per agent, from the same check the daemon runs at start
-(:func:`bridge.runtime.agent_probe.probe_agent`: spawn, ACP ``initialize``, stop), all agents at
+(:func:`bridge.runtime.hosts.agent_probe.probe_agent`: spawn, ACP ``initialize``, stop), all agents at
 once. An agent that was configured on purpose (a table in config.toml) and does not start is a
 failure; the built-in OpenCode found on ``PATH`` that does not start is a warning (nobody asked
 for it, and Claude Code sessions work without it). No agent configured is a skip that says how
@@ -14,7 +14,7 @@ from collections.abc import Mapping, Sequence
 
 from bridge.agent_config import OPENCODE_ID, AgentConfig
 from bridge.doctor.model import Check, Status
-from bridge.runtime.agent_probe import AgentProbe, probe_agents
+from bridge.runtime.hosts.agent_probe import AgentProbe, probe_agents
 
 __all__ = ["agent_check", "check_agents"]
 

@@ -327,7 +327,7 @@ async def check_lan(host: str, port: int, *, daemon_running: bool, timeout: floa
     if address is not None and address.is_unspecified:
         # Imported here: the embedded relay module loads nostr-sdk, which every other command of
         # the CLI would otherwise pay for at start-up.
-        from bridge.runtime.embedded_relay import lan_address
+        from bridge.runtime.edges.embedded_relay import lan_address
 
         lan = lan_address()
         if lan is None:

@@ -42,8 +42,8 @@ from bridge.engine.effects import (
 )
 from bridge.engine.ingest import Decoded, IngestGate
 from bridge.engine.inputs import CommandEventReceived
-from bridge.engine.pairing import Pairing
-from bridge.engine.phones import PhoneBook
+from bridge.engine.phones.paired import PhoneBook
+from bridge.engine.phones.pairing import Pairing
 from bridge.protocol import InputCommand, InputFailedMessage, PairRequestCommand
 from bridge.records import record
 

@@ -4,7 +4,7 @@ The bridge runs Claude Code on its own driver, and every other agent (OpenCode, 
 through the Agent Client Protocol, one ``[agents.<id>]`` table of ``config.toml`` each. Rules:
 
 - **Advertised = checked.** A configured ACP agent is offered to phones only after the daemon's
-  start-up check (:mod:`bridge.runtime.agent_probe`) saw it answer ACP ``initialize``
+  start-up check (:mod:`bridge.runtime.hosts.agent_probe`) saw it answer ACP ``initialize``
   (``AgentsProbed``). Until then it is *checking*; after a failed check it is *unavailable*,
   with the check's reason. Claude Code is always offered (its failures show per session).
 - **What the heartbeat says.** Every offered agent is one :class:`~bridge.protocol.AgentDescriptor`

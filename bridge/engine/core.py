@@ -39,15 +39,9 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import field
 from typing import assert_never
 
-from bridge.engine.accounts import Accounts
 from bridge.engine.admission import Admission, Admitted, fold_marks
-from bridge.engine.agent_events import AgentEvents
 from bridge.engine.agents import AgentCatalog
-from bridge.engine.attachments import Attachments
-from bridge.engine.broker import Card
-from bridge.engine.cards import Cards
-from bridge.engine.credentials import Credentials
-from bridge.engine.editor_tasks import EditorTasks
+from bridge.engine.editor.tasks import EditorTasks
 from bridge.engine.effects import (
     CloseRunner,
     Commit,
@@ -103,10 +97,16 @@ from bridge.engine.inputs import (
     TaskStopRequested,
     ToolBlocked,
 )
-from bridge.engine.pairing import Pairing, PairingWindow
-from bridge.engine.phones import PhoneBook
-from bridge.engine.providers import ProviderProfile, ResolvedProvider
-from bridge.engine.session_commands import SessionCommands
+from bridge.engine.phones.accounts import Accounts
+from bridge.engine.phones.credentials import Credentials
+from bridge.engine.phones.paired import PhoneBook
+from bridge.engine.phones.pairing import Pairing, PairingWindow
+from bridge.engine.phones.providers import ProviderProfile, ResolvedProvider
+from bridge.engine.sessions.agent_events import AgentEvents
+from bridge.engine.sessions.attachments import Attachments
+from bridge.engine.sessions.broker import Card
+from bridge.engine.sessions.cards import Cards
+from bridge.engine.sessions.commands import SessionCommands
 from bridge.engine.state import Liveness, SessionTable
 from bridge.engine.sync import SyncServer
 from bridge.engine.transcript import Transcript

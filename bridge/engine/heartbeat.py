@@ -18,12 +18,12 @@ replaced within a minute).
 
 from __future__ import annotations
 
-from bridge.engine.accounts import Accounts
 from bridge.engine.agents import AgentCatalog
 from bridge.engine.effects import Effect, Publish, SessionRecord
 from bridge.engine.host import EngineConfig
-from bridge.engine.phones import PhoneBook
-from bridge.engine.sessions import to_remote_info
+from bridge.engine.phones.accounts import Accounts
+from bridge.engine.phones.paired import PhoneBook
+from bridge.engine.sessions.rules import to_remote_info
 from bridge.engine.state import SessionTable
 from bridge.protocol import PROTOCOL_VERSION, RemoteSessionInfo, SessionsMessage
 

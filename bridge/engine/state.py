@@ -12,7 +12,7 @@ The table's rules (REFERENCE-BEHAVIOUR §1.9–1.11, the bug-B contract of PROTO
 - A session is listed from ``session-ready`` until the phone closes it; a runner that died leaves
   the record listed (idle) so the phone can still read and resume it.
 - A session being created (between ``session-pending`` and ``session-ready``) is kept as a
-  *pending* record (state :data:`~bridge.engine.sessions.PENDING_STATE`): persisted, so a crash
+  *pending* record (state :data:`~bridge.engine.sessions.rules.PENDING_STATE`): persisted, so a crash
   does not orphan the phone's placeholder, but never listed in a heartbeat.
 - Removing a listed session adds a tombstone; at most 100 tombstones, oldest first out, no
   duplicates. A pending one leaves no tombstone (the phone never listed it).
@@ -27,9 +27,9 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
-from bridge.engine.broker import SessionCards
 from bridge.engine.effects import SessionRecord
-from bridge.engine.sessions import PENDING_STATE
+from bridge.engine.sessions.broker import SessionCards
+from bridge.engine.sessions.rules import PENDING_STATE
 
 __all__ = ["MAX_TOMBSTONES", "Liveness", "SessionState", "SessionTable"]
 

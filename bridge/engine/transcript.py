@@ -19,7 +19,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from bridge.engine.effects import AppendTranscript, Publish, SaveSession, StoreOp
-from bridge.engine.phones import PhoneBook
+from bridge.engine.phones.paired import PhoneBook
 from bridge.engine.state import SessionState, SessionTable
 from bridge.protocol import OutputEntry, OutputMessage
 from bridge.records import record

@@ -28,7 +28,7 @@ during an attempt, OPEN while its connection is up and CLOSED while it waits to 
   after an outage of any length is dialled again within 3 s) is per link and resets on EOSE and
   on an accepted publish: proof that the relay works again.
 * :meth:`RelayPool.reconnect_now` (called when the machine wakes from suspend, see
-  :mod:`bridge.runtime.wake`) resets every link's backoff, cuts a sleeping delay short, abandons
+  :mod:`bridge.runtime.edges.wake`) resets every link's backoff, cuts a sleeping delay short, abandons
   an attempt under way and drops every open connection without a closing handshake, then
   reconnects each relay at once (its docstring says why a forced reconnect, not a ping probe).
 * A subscription the relay ends with ``CLOSED "error: …"`` or ``"rate-limited: …"`` is sent

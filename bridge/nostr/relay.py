@@ -251,7 +251,7 @@ class RelayConnection:
         eose_timeout: seconds a stored answer may take before it counts as refused.
         clock: unix time in seconds (for AUTH ``created_at`` and backlog windows).
         dial: opens the connection instead of a websocket to `url`: a relay in this process
-            (:meth:`bridge.runtime.embedded_relay.EmbeddedRelay.dial`). The frames are the
+            (:meth:`bridge.runtime.edges.embedded_relay.EmbeddedRelay.dial`). The frames are the
             same; the keepalive and ``hard_max_message_size`` are the socket's and do not apply.
     """
 

@@ -1,7 +1,7 @@
 """An in-process connection to the relay: text frames handed between two event loops, no socket.
 
 Why. The daemon serves its embedded relay on a thread of its own (see
-:mod:`bridge.runtime.embedded_relay`), and used to reach it like any phone does, over a loopback
+:mod:`bridge.runtime.edges.embedded_relay`), and used to reach it like any phone does, over a loopback
 websocket. Every event then went through websocket framing (the client's masked), two socket
 syscalls and the selector on both threads: about a fifth of the daemon's samples on a restart
 catch-up, for a hop that never leaves the process. A :class:`LocalLink` carries the same NIP-01

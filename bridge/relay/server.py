@@ -151,7 +151,7 @@ class _Client:
 class RelayServer:
     """A NIP-01 relay on ``host``:``port`` over ``store``, asking ``admit`` who may write.
 
-    Runs on the event loop that calls :meth:`start`; :mod:`bridge.runtime.embedded_relay`
+    Runs on the event loop that calls :meth:`start`; :mod:`bridge.runtime.edges.embedded_relay`
     gives it a thread of its own.
     """
 

@@ -2,7 +2,7 @@
 
 The store returns plain rows; this turns them into the engine's records, and says what it could
 not use: a session record that no longer fits :class:`~bridge.engine.effects.SessionRecord`, or a
-provider profile that :func:`~bridge.engine.providers.profile_from_record` rejects, is skipped
+provider profile that :func:`~bridge.engine.phones.providers.profile_from_record` rejects, is skipped
 with a warning naming it (and what happens to it), never dropped silently. The rows stay in the
 database untouched.
 
@@ -18,9 +18,9 @@ from collections.abc import Mapping
 from typing import Any
 
 from bridge.engine.core import EngineState
-from bridge.engine.credentials import Credentials
 from bridge.engine.effects import PairedPhone, SessionRecord, TaskPolicy
-from bridge.engine.providers import ProviderProfile, profile_from_record
+from bridge.engine.phones.credentials import Credentials
+from bridge.engine.phones.providers import ProviderProfile, profile_from_record
 from bridge.logs import register_secret
 from store import accounts as accounts_store
 from store import bridge_state

@@ -71,30 +71,30 @@ from bridge.nostr.nip44 import ConversationKeyCache, decrypt
 from bridge.nostr.pool import RelayPool
 from bridge.nostr.relay import RelayEventReceived
 from bridge.protocol.kinds import COMMAND_KIND
-from bridge.runtime.agent_env import AgentEnvironment, AgentLoadError
 from bridge.runtime.boot import load_engine_state
 from bridge.runtime.clock import Clock, SystemClock
 from bridge.runtime.commit import Committer
-from bridge.runtime.control_handler import DaemonControl
-from bridge.runtime.control_tasks import DaemonTasks
-from bridge.runtime.embedded_relay import (
+from bridge.runtime.edges.control_handler import DaemonControl
+from bridge.runtime.edges.control_tasks import DaemonTasks
+from bridge.runtime.edges.embedded_relay import (
     EmbeddedRelay,
     EmbeddedRelayError,
     EngineRegistry,
     private_relay,
 )
+from bridge.runtime.edges.registration import RegistrationError, RelayRegistration, read_token_file
+from bridge.runtime.edges.sdnotify import Notifier, StatusReporter, run_watchdog, watchdog_interval
+from bridge.runtime.edges.wake import watch_wakes
 from bridge.runtime.engine_loop import EffectRunner, EngineFailure, EngineLoop
-from bridge.runtime.errands import Errands
-from bridge.runtime.git_commits import CommitWatcher
-from bridge.runtime.host_launcher import HostLauncher, stop_host
+from bridge.runtime.errands.dispatch import Errands
+from bridge.runtime.errands.git_commits import CommitWatcher
+from bridge.runtime.hosts.agent_env import AgentEnvironment, AgentLoadError
+from bridge.runtime.hosts.launcher import HostLauncher, stop_host
+from bridge.runtime.hosts.runners import DatabaseHostStore, RunnerManager
 from bridge.runtime.identity import IdentityError, load_or_create_identity
 from bridge.runtime.outbound import Outbound
 from bridge.runtime.periodic import PeriodicWork
-from bridge.runtime.registration import RegistrationError, RelayRegistration, read_token_file
-from bridge.runtime.runners import DatabaseHostStore, RunnerManager
-from bridge.runtime.sdnotify import Notifier, StatusReporter, run_watchdog, watchdog_interval
 from bridge.runtime.subscriptions import Subscriptions
-from bridge.runtime.wake import watch_wakes
 from bridge.sandbox.hidden import hidden_paths
 from bridge.tasks import TaskSet, race
 from store import bridge_state

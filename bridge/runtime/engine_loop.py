@@ -9,7 +9,7 @@ The data path of one phone ``input``, end to end, in four runtime files:
    transcript line, the inbox row and the ``input-ack`` in the outbox — is one transaction;
 3. :mod:`bridge.runtime.outbound`: once durable, the ack and the live line are sealed (NIP-44,
    signed) and sent to every relay;
-4. :mod:`bridge.runtime.runners`: ``SendToRunner`` hands the inbox row to the session's agent,
+4. :mod:`bridge.runtime.hosts.runners`: ``SendToRunner`` hands the inbox row to the session's agent,
    marked ``sent`` in the store before the agent gets it.
 
 The queue is unbounded on purpose: every input is agent output to store, a command the pool has
@@ -91,10 +91,10 @@ from bridge.nostr.keys import hex_to_npub
 from bridge.protocol import SessionsMessage, SyncChunkMessage
 from bridge.runtime.clock import Clock
 from bridge.runtime.commit import CommitFailed, Committer, PreparedCommit
-from bridge.runtime.errands import Errands
+from bridge.runtime.errands.dispatch import Errands
+from bridge.runtime.hosts.runners import RunnerManager
 from bridge.runtime.outbound import Outbound
 from bridge.runtime.progress import Progress
-from bridge.runtime.runners import RunnerManager
 from bridge.runtime.subscriptions import Subscriptions
 from bridge.runtime.sync_chunks import chunk_text, reading_batches, start_reading
 from store.db import BridgeDatabase

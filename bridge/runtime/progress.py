@@ -1,6 +1,6 @@
 """A signal that the engine loop moved on: what a long-polling reader waits for.
 
-The editor's ``tasks.watch`` (:mod:`bridge.runtime.control_tasks`) answers as soon as a task's
+The editor's ``tasks.watch`` (:mod:`bridge.runtime.edges.control_tasks`) answers as soon as a task's
 session has something new — a transcript line, a card, a state — or its timeout passes. Rather
 than poll the store on a timer (latency for nothing, work while idle), it waits for this signal,
 which the engine loop raises after every input it handled (its commits are durable by then), and

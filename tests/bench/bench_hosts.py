@@ -33,8 +33,8 @@ from bridge.host.events import Ready
 from bridge.host.launch import LaunchSpec
 from bridge.host.wire import EventRecord, Hello
 from bridge.protocol import InputCommand
-from bridge.runtime.host_launcher import HostLauncher, stop_host
-from bridge.runtime.host_link import HostLink
+from bridge.runtime.hosts.launcher import HostLauncher, stop_host
+from bridge.runtime.hosts.link import HostLink
 from bridge.sandbox import SandboxPolicy, check_sandbox, hidden_paths, plan_policy, survey
 from tests.bench.common import Row
 from tests.host.fakes import FakeServices

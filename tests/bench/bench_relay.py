@@ -42,7 +42,7 @@ from websockets.exceptions import ConnectionClosed
 
 from bridge.nostr.event import VerifiedEvent, checked_signatures, expiration_tag, sign_event
 from bridge.nostr.keys import Keypair
-from bridge.runtime.embedded_relay import EmbeddedRelay
+from bridge.runtime.edges.embedded_relay import EmbeddedRelay
 from relaypolicy.config import DEFAULT_CONFIG, RateLimit
 from relaypolicy.embedded import EmbeddedPolicy, embedded_policy
 from relaypolicy.pipeline import RelayPolicy

@@ -8,7 +8,7 @@ scripted agent, on a home of its own) and a relay, one of two:
   sockets (:class:`RelayNoDelay`), as strfry sets it: the daemon against a neutral relay;
 - **the embedded relay** (:data:`EMBEDDED_RELAY`): no relay configured, so the daemon serves its
   own (``--embedded-relay 127.0.0.1:PORT``), exactly as ``make run`` starts it: what a user runs,
-  whatever implementation :mod:`bridge.runtime.embedded_relay` has when the bench runs. Its write
+  whatever implementation :mod:`bridge.runtime.edges.embedded_relay` has when the bench runs. Its write
   policy admits the bridge and its paired phones only; the probes sign accordingly.
 
 Every daemon of the bench keeps its whole transcripts (``CODEDECK_TRANSCRIPT_KEEP_LAST=0``): the

@@ -61,7 +61,7 @@ class RelaysHandler(FakeHandler):
 
 @pytest.fixture(autouse=True)
 def lan(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr("bridge.runtime.embedded_relay.lan_address", lambda: LAN)
+    monkeypatch.setattr("bridge.runtime.edges.embedded_relay.lan_address", lambda: LAN)
 
 
 async def cli(*argv: str) -> int:

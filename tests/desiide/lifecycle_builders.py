@@ -12,8 +12,8 @@ from collections.abc import Sequence
 from typing import Any, assert_never
 
 from bridge.desiide.budgets import Budget
-from bridge.desiide.lifecycle import TaskBook
-from bridge.desiide.lifecycle_types import (
+from bridge.desiide.lifecycle.machine import TaskBook
+from bridge.desiide.lifecycle.types import (
     Action,
     AnswerCard,
     CardView,

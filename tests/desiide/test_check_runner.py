@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from bridge.desiide.check_runner import blocked_check, run_checks
+from bridge.desiide.checks.runner import blocked_check, run_checks
 
 
 def test_a_deny_rule_blocks_a_check_and_floors_do_not(tmp_path: Path) -> None:

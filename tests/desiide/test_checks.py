@@ -1,4 +1,4 @@
-"""Finding a project's test and lint commands (bridge.desiide.checks): parsers, order, the reader."""
+"""Finding a project's test and lint commands (bridge.desiide.checks.commands): parsers, order, the reader."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from bridge.desiide.checks import (
+from bridge.desiide.checks.commands import (
     ProjectChecks,
     check_commands,
     detect,

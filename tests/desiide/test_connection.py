@@ -37,7 +37,7 @@ from bridge.desiide.errors import (
     TASK_NOT_FOUND,
     DesiideError,
 )
-from bridge.desiide.schema import (
+from bridge.desiide.schema.methods import (
     METHODS,
     ClientInfo,
     OkResult,

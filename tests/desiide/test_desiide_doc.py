@@ -12,8 +12,8 @@ import re
 from pathlib import Path
 
 from bridge.desiide.errors import ERROR_NAMES
-from bridge.desiide.model_errors import is_retryable
-from bridge.desiide.schema import (
+from bridge.desiide.models.errors import is_retryable
+from bridge.desiide.schema.methods import (
     METHODS,
     MODEL_ERROR_PREFIX,
     NOTIFICATION_METHODS,
@@ -27,7 +27,7 @@ from bridge.desiide.schema import (
     TaskState,
     ToolName,
 )
-from bridge.engine.gate.labels import DENY_RULES, FLOOR_LABELS, LOOP_LABEL
+from bridge.gate.labels import DENY_RULES, FLOOR_LABELS, LOOP_LABEL
 
 DOC = (Path(__file__).resolve().parents[2] / "DESIIDE.md").read_text(encoding="utf-8")
 

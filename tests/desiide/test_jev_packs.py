@@ -33,7 +33,7 @@ from bridge.desiide.jev.packs import (
     has_pending_migrations,
     is_sensitive,
 )
-from bridge.desiide.models import ModelInfo
+from bridge.desiide.models.listing import ModelInfo
 
 # --- sensitive, migrations, caps ---------------------------------------------------------------
 
@@ -412,8 +412,8 @@ async def test_detached_head_unborn_branch_and_no_git(tmp_path: Path, repo: Path
 
 
 async def test_preview_states_validate_against_the_wire_schema(repo: Path) -> None:
-    """The protocol's pydantic models (bridge/desiide/schema_jev.py) accept what we build."""
-    schema = pytest.importorskip("bridge.desiide.schema_jev")
+    """The protocol's pydantic models (bridge/desiide/schema/jev.py) accept what we build."""
+    schema = pytest.importorskip("bridge.desiide.schema.jev")
     for pack in PACK_NAMES:
         state = await preview_state(
             pack, repo, models=[AvailableModel("m1", None, None, "low", "local")], environ={}

@@ -1,4 +1,4 @@
-"""The task lifecycle (bridge.desiide.lifecycle): the queue, the editor's requests, the ends.
+"""The task lifecycle (bridge.desiide.lifecycle.machine): the queue, the editor's requests, the ends.
 
 Exact actions for each input; no clock, no I/O. What the session's reports become is
 test_lifecycle_session's.
@@ -9,8 +9,8 @@ from __future__ import annotations
 import pytest
 
 from bridge.desiide.budgets import Budget
-from bridge.desiide.lifecycle import DEFAULT_TOOLS, TaskBook
-from bridge.desiide.lifecycle_types import (
+from bridge.desiide.lifecycle.machine import DEFAULT_TOOLS, TaskBook
+from bridge.desiide.lifecycle.types import (
     FAILURE_REASONS,
     MODEL_ERROR_KINDS,
     Action,

@@ -1,4 +1,4 @@
-"""Reading transcript entries (bridge.desiide.lifecycle_entries): errors, refusals, paths."""
+"""Reading transcript entries (bridge.desiide.lifecycle.entries): errors, refusals, paths."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from bridge.desiide.lifecycle_entries import (
+from bridge.desiide.lifecycle.entries import (
     RETRYABLE_KINDS,
     Refusal,
     call_paths,
@@ -16,8 +16,8 @@ from bridge.desiide.lifecycle_entries import (
     refusal,
     ripgrep_missing,
 )
-from bridge.desiide.lifecycle_types import MODEL_ERROR_KINDS
-from bridge.desiide.model_errors import ModelErrorKind
+from bridge.desiide.lifecycle.types import MODEL_ERROR_KINDS
+from bridge.desiide.models.errors import ModelErrorKind
 
 ERROR_CASES = [
     ("auth type", "whatever", "authentication_failed", "auth"),

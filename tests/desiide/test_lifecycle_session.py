@@ -1,4 +1,4 @@
-"""What a task's session reports, as events (bridge.desiide.lifecycle_session), through the book.
+"""What a task's session reports, as events (bridge.desiide.lifecycle.session), through the book.
 
 Exact actions for each report; no clock, no I/O.
 """
@@ -10,8 +10,8 @@ from typing import Any
 import pytest
 
 from bridge.desiide.budgets import Budget
-from bridge.desiide.lifecycle import TaskBook
-from bridge.desiide.lifecycle_types import (
+from bridge.desiide.lifecycle.machine import TaskBook
+from bridge.desiide.lifecycle.types import (
     CardView,
     TaskState,
 )

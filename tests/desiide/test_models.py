@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from bridge.desiide.model_errors import (
+from bridge.desiide.models.errors import (
     HINTS,
     ModelError,
     ModelErrorKind,
@@ -19,8 +19,8 @@ from bridge.desiide.model_errors import (
     is_retryable,
     provider_error_message,
 )
-from bridge.desiide.model_http import api_url
-from bridge.desiide.models import (
+from bridge.desiide.models.http import api_url
+from bridge.desiide.models.listing import (
     AgentModel,
     ModelSources,
     ModelTestResult,
@@ -32,7 +32,7 @@ from bridge.desiide.models import (
     run_model_test,
 )
 from bridge.desiide.settings import DesiideConfig, SecretNotSet
-from bridge.engine.providers import ProviderProfile
+from bridge.engine.phones.providers import ProviderProfile
 from bridge.protocol import ModelEntry
 from tests.support.mock_jev import MockModelApi, Scripted, error_body
 

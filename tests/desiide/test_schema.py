@@ -8,8 +8,8 @@ from typing import Any
 import pytest
 from pydantic import BaseModel, ValidationError
 
-from bridge.desiide import schema
-from bridge.desiide.schema import (
+from bridge.desiide.schema import methods as schema
+from bridge.desiide.schema.methods import (
     ALL_FAILURE_REASONS,
     METHODS,
     NOTIFICATION_METHODS,
@@ -128,8 +128,8 @@ def test_every_result_is_tolerant(method: str) -> None:
 
 def test_schema_reexports_its_parts() -> None:
     union: set[str] = set()
-    for part in ("schema_base", "schema_task", "schema_events", "schema_jev", "schema_config"):
-        union |= set(importlib.import_module(f"bridge.desiide.{part}").__all__)
+    for part in ("base", "task", "events", "jev", "config"):
+        union |= set(importlib.import_module(f"bridge.desiide.schema.{part}").__all__)
     assert union <= set(schema.__all__)
     assert all(hasattr(schema, name) for name in schema.__all__)
 

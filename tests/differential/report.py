@@ -14,7 +14,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from bridge.engine.gate import Outcome
+from bridge.gate import Outcome
 
 from .corpus import ATTACKS, BENIGN
 from .jail import bwrap_missing

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from bridge.engine.gate import Outcome
+from bridge.gate import Outcome
 
 from .corpus import ATTACKS, BENIGN, Line
 from .jail import bwrap_missing

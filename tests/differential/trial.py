@@ -12,7 +12,7 @@ import shutil
 from dataclasses import dataclass
 from pathlib import Path
 
-from bridge.engine.gate import GateContext, GateDecision, evaluate
+from bridge.gate import GateContext, GateDecision, evaluate
 from bridge.sandbox import hidden_paths as sandbox_hidden
 
 from .corpus import Line

@@ -15,7 +15,6 @@ from typing import Any
 
 import pytest
 
-from bridge.engine.broker import CARD_TIMEOUT_SECONDS
 from bridge.engine.core import Engine
 from bridge.engine.effects import (
     AddInbox,
@@ -32,8 +31,9 @@ from bridge.engine.effects import (
     SendToRunner,
     SetRunnerOption,
 )
-from bridge.engine.gate import describe_reason
 from bridge.engine.inputs import AgentEnded, AgentOptionSet, AgentReady, PermissionRequested
+from bridge.engine.sessions.broker import CARD_TIMEOUT_SECONDS
+from bridge.gate import describe_reason
 from bridge.protocol import (
     CloseSessionCommand,
     InputCommand,
@@ -623,7 +623,7 @@ def test_a_gate_that_raises_makes_a_card_never_an_allow(
     def broken_gate(*_args: Any, **_kwargs: Any) -> None:
         raise RecursionError("maximum recursion depth exceeded: " + "secret-looking input")
 
-    monkeypatch.setattr("bridge.engine.broker.evaluate", broken_gate)
+    monkeypatch.setattr("bridge.engine.sessions.broker.evaluate", broken_gate)
     engine, session = session_in(mode)
     effects = request(engine, session, "tu-1", "Bash", {"command": "npm test"})
     assert answers(effects) == []  # fails closed: the phone decides

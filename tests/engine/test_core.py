@@ -47,7 +47,7 @@ from bridge.engine.inputs import (
     PhonePairedManually,
     PhoneUnpaired,
 )
-from bridge.engine.sessions import PENDING_STATE
+from bridge.engine.sessions.rules import PENDING_STATE
 from bridge.nostr.event import sign_event
 from bridge.nostr.keys import Keypair
 from bridge.nostr.nip44 import ConversationKeyCache, conversation_key, decrypt, encrypt

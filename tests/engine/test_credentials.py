@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from bridge.engine.credentials import (
+from bridge.engine.phones.credentials import (
     ANTHROPIC_KEY_NAME,
     GITHUB_PAT_NAME,
     MAX_CREDENTIAL_LENGTH,

@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from bridge.engine.device_config import (
+from bridge.engine.phones.device_config import (
     MAX_COMMAND_LENGTH,
     MAX_FIELD_LENGTH,
     device_config_ack,

@@ -7,7 +7,7 @@ from collections.abc import Sequence
 import pytest
 
 from bridge.engine.core import Engine
-from bridge.engine.editor_tasks import TASK_MODE
+from bridge.engine.editor.tasks import TASK_MODE
 from bridge.engine.effects import (
     AddInbox,
     AnswerPermission,

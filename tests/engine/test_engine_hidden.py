@@ -15,7 +15,7 @@ import pytest
 from bridge.engine.core import Engine, EngineConfig, EngineState
 from bridge.engine.effects import AnswerPermission, Commit, PairedPhone, StartRunner
 from bridge.engine.inputs import AgentFailed, AgentReady, PermissionRequested
-from bridge.engine.sessions import MAX_CWD_LENGTH, PENDING_STATE, session_cwd_problem
+from bridge.engine.sessions.rules import MAX_CWD_LENGTH, PENDING_STATE, session_cwd_problem
 from bridge.nostr.nip44 import ConversationKeyCache, decrypt
 from bridge.protocol import CreateSessionCommand, SessionFailedMessage
 from tests.engine.test_core import BRIDGE, NOW, PHONE, command_event, make_engine, published

@@ -19,10 +19,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from bridge.engine.gate import GateContext, GateDecision, Outcome, evaluate
-from bridge.engine.gate.deferred import arithmetic_is_code, parameter_is_code
-from bridge.engine.gate.long_options import LONG_OPTIONS, resolve_long
-from bridge.engine.gate.sed_script import SedAction, SedSyntaxError, parse_sed
+from bridge.gate import GateContext, GateDecision, Outcome, evaluate
+from bridge.gate.commands.deferred import arithmetic_is_code, parameter_is_code
+from bridge.gate.commands.long_options import LONG_OPTIONS, resolve_long
+from bridge.gate.commands.sed_script import SedAction, SedSyntaxError, parse_sed
 from bridge.sandbox import hidden_paths
 from tests.engine.gate_adversarial_corpus import ADVERSARIAL, BENIGN
 

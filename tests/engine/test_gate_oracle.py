@@ -44,8 +44,8 @@ import tree_sitter_bash
 from hypothesis import HealthCheck, given, settings
 from tree_sitter import Language, Node, Parser
 
-from bridge.engine.gate.shell_lexer import Lexed, ShellSyntaxError, Word
-from bridge.engine.gate.shell_parser import (
+from bridge.gate.shell.lexer import Lexed, ShellSyntaxError, Word
+from bridge.gate.shell.parser import (
     Command,
     FunctionDef,
     Redirect,

@@ -14,8 +14,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from bridge.engine.gate import GateContext, GateDecision, Outcome, evaluate
-from bridge.engine.gate.paths import reaches_hidden
+from bridge.gate import GateContext, GateDecision, Outcome, evaluate
+from bridge.gate.paths import reaches_hidden
 from bridge.sandbox.hidden import hidden_paths
 
 HOME = "/home/u"

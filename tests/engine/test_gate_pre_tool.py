@@ -9,7 +9,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from bridge.engine.gate import (
+from bridge.gate import (
     CARD_TOOLS,
     GATE_FAILED_REASON,
     UNKNOWN_SESSION_REASON,

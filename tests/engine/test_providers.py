@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 import bridge.engine
-from bridge.engine.providers import (
+from bridge.engine.phones.providers import (
     MAX_PROFILES,
     MAX_TOKEN_LENGTH,
     ProbeRequest,
@@ -389,7 +389,12 @@ def test_odd_optional_fields_of_a_record_are_ignored() -> None:
 # --- purity of the engine modules written for the v10 command set ----------------------------
 
 FORBIDDEN = {"asyncio", "time", "random", "secrets", "logging", "os", "socket", "aiosqlite"}
-PURE_MODULES = ["providers.py", "credentials.py", "device_config.py", "uploads.py"]
+PURE_MODULES = [
+    "phones/providers.py",
+    "phones/credentials.py",
+    "phones/device_config.py",
+    "sessions/uploads.py",
+]
 
 
 @pytest.mark.parametrize("name", PURE_MODULES)

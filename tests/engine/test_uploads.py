@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from bridge.engine.uploads import (
+from bridge.engine.sessions.uploads import (
     DEDUP_MAX_KEYS,
     DEDUP_WINDOW,
     MAX_IMAGE_BYTES,

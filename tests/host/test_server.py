@@ -1,6 +1,6 @@
 """The session host in this process, over its real unix socket, with a driver the test steers.
 
-The daemon's side is the real :class:`~bridge.runtime.host_link.HostLink`, so both ends of the
+The daemon's side is the real :class:`~bridge.runtime.hosts.link.HostLink`, so both ends of the
 protocol are exercised together: replay and live records from the journal, parked asks and
 checks re-presented to a new daemon, answers carried by ``hello``, acks that trim, close, an
 agent that exits, a host left alone, a journal that cannot be written.
@@ -53,7 +53,7 @@ from bridge.host.wire import (
     ToolCheck,
     Verdict,
 )
-from bridge.runtime.host_link import HostLink
+from bridge.runtime.hosts.link import HostLink
 
 WAIT = 10.0
 SESSION = "s-1"

@@ -41,7 +41,7 @@ from bridge.protocol import (
     SetProviderProfileCommand,
 )
 from bridge.protocol.primitives import Keep
-from bridge.runtime.probes import KEY_PROBE_MODEL
+from bridge.runtime.errands.probes import KEY_PROBE_MODEL
 from store import accounts as accounts_store
 from store.db import open_bridge_db
 from tests.support.daemon import DaemonProcess

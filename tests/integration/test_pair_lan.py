@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 
-from bridge.runtime.embedded_relay import lan_address
+from bridge.runtime.edges.embedded_relay import lan_address
 from tests.support.daemon import REPO, DaemonProcess
 from tests.support.phone import PhoneSimulator
 from tests.support.phone_pairing import parse_pairing_url

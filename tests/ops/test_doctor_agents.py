@@ -6,7 +6,7 @@ import os
 
 from bridge.agent_config import AgentConfig
 from bridge.doctor import CHECK_NAMES, Status, agent_check, check_agents
-from bridge.runtime.agent_probe import AgentProbe
+from bridge.runtime.hosts.agent_probe import AgentProbe
 from tests.support.fake_acp_agent import fake_agent_command
 
 ENV = {"PATH": os.environ.get("PATH", os.defpath)}

@@ -15,7 +15,7 @@ import time
 
 import pytest
 
-from bridge.runtime.sdnotify import Notifier, run_watchdog, watchdog_interval
+from bridge.runtime.edges.sdnotify import Notifier, run_watchdog, watchdog_interval
 from tests.ops.support import drain, wait_for
 
 INTERVALS = [

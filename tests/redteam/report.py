@@ -19,7 +19,7 @@ import shutil
 import tempfile
 from pathlib import Path
 
-from bridge.engine.gate import evaluate
+from bridge.gate import evaluate
 from tests.differential.trial import gate_context
 from tests.differential.web import serve_scripts
 from tests.support.agent_packages import opencode_acp_command

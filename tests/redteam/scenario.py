@@ -27,8 +27,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from bridge.engine.gate import GateContext, evaluate
-from bridge.engine.gate import Outcome as Verdict
+from bridge.gate import GateContext, evaluate
+from bridge.gate import Outcome as Verdict
 from bridge.protocol import CreateSessionCommand, InputCommand, ModeCommand, PermissionResCommand
 from tests.differential.home import Effects, effects, leaked_in
 from tests.differential.web import ScriptServer

@@ -35,9 +35,9 @@ from bridge.protocol import BridgeToPhone, PhoneToBridge, decode_bridge_to_phone
 from bridge.protocol.kinds import command_tags
 from bridge.runtime.commit import Committer
 from bridge.runtime.engine_loop import EffectRunner, EngineLoop
-from bridge.runtime.errands import Errands, ModelLister
+from bridge.runtime.errands.dispatch import Errands, ModelLister
+from bridge.runtime.hosts.runners import RunnerManager
 from bridge.runtime.outbound import Outbound
-from bridge.runtime.runners import RunnerManager
 from bridge.runtime.subscriptions import Subscriptions
 from store.db import BridgeDatabase
 

@@ -17,14 +17,14 @@ from bridge.engine.core import Engine, EngineConfig, EngineState
 from bridge.engine.effects import SessionRecord
 from bridge.engine.inputs import AgentsChecked, Input
 from bridge.protocol import ModelEntry
-from bridge.runtime.agent_env import (
+from bridge.runtime.hosts.agent_env import (
     ACP_AGENT_KIND,
     MODELS_KEEP,
     AgentEnvironment,
     acp_driver_options,
     no_longer_configured,
 )
-from bridge.runtime.host_launcher import HostLauncher
+from bridge.runtime.hosts.launcher import HostLauncher
 from tests.support.fake_acp_agent import fake_agent_command
 
 from .support import BRIDGE, NOW, FakeClock, session_record

@@ -13,7 +13,7 @@ import pytest
 
 from bridge.agent_config import AgentConfig
 from bridge.protocol import ModelEntry
-from bridge.runtime.agent_probe import list_agent_models, probe_agent, probe_agents
+from bridge.runtime.hosts.agent_probe import list_agent_models, probe_agent, probe_agents
 from tests.support.fake_acp_agent import fake_agent_command
 
 ENV = {"PATH": os.environ.get("PATH", os.defpath), "HOME": os.environ.get("HOME", "/")}

@@ -21,9 +21,9 @@ from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 from cryptography.x509.oid import NameOID
 
-from bridge.engine.uploads import MAX_IMAGE_BYTES
+from bridge.engine.sessions.uploads import MAX_IMAGE_BYTES
 from bridge.protocol import UploadImageBlossomCommand
-from bridge.runtime.blossom import (
+from bridge.runtime.errands.blossom import (
     BlossomError,
     decrypt_blob,
     fetch_blossom_image,

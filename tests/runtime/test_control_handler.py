@@ -26,7 +26,7 @@ from bridge.engine.inputs import (
 )
 from bridge.nostr.pool import RelayState
 from bridge.protocol import PairRequestCommand, RefreshSessionsCommand
-from bridge.runtime.control_handler import DaemonControl, pair_url
+from bridge.runtime.edges.control_handler import DaemonControl, pair_url
 from tests.control.fake_hosts import FakeHosts
 from tests.runtime.support import (
     BRIDGE,

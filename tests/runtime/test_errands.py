@@ -39,9 +39,9 @@ from bridge.engine.inputs import (
     ProviderProbed,
 )
 from bridge.protocol import ModelEntry
-from bridge.runtime.blossom import BlossomError, Fetcher
-from bridge.runtime.errands import Errands, ModelLister
-from bridge.runtime.gsd import gsd_state
+from bridge.runtime.errands.blossom import BlossomError, Fetcher
+from bridge.runtime.errands.dispatch import Errands, ModelLister
+from bridge.runtime.errands.gsd import gsd_state
 from tests.runtime.support import PHONE, finished
 from tests.support.http_servers import LocalHttpServer, RecordedRequest, Reply
 

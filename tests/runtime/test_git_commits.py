@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from bridge.engine.inputs import Input, SessionCommitted
-from bridge.runtime.git_commits import CommitWatcher, git_head, is_git_commit
+from bridge.runtime.errands.git_commits import CommitWatcher, git_head, is_git_commit
 
 pytestmark = pytest.mark.skipif(shutil.which("git") is None, reason="git is not installed")
 

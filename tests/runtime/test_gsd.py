@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from bridge.protocol import GsdAction, GsdExecution, GsdPhase, GsdState, GsdStateMessage, encode
-from bridge.runtime.gsd import MAX_FILE_BYTES, gsd_state
+from bridge.runtime.errands.gsd import MAX_FILE_BYTES, gsd_state
 
 NOW = 1_800_000_000.0
 

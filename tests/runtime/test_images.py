@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from bridge.engine.uploads import safe_image_name
-from bridge.runtime.images import ImageSaveError, save_image, save_image_async
+from bridge.engine.sessions.uploads import safe_image_name
+from bridge.runtime.errands.images import ImageSaveError, save_image, save_image_async
 
 DATA = b"\x89PNG\r\n\x1a\nimage-bytes"
 

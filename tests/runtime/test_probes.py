@@ -10,8 +10,8 @@ from dataclasses import dataclass, field
 
 import pytest
 
-from bridge.engine.providers import ProbeRequest
-from bridge.runtime.probes import (
+from bridge.engine.phones.providers import ProbeRequest
+from bridge.runtime.errands.probes import (
     ANTHROPIC_VERSION,
     KEY_PROBE_MODEL,
     probe_anthropic_key,

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from bridge.runtime.registration import (
+from bridge.runtime.edges.registration import (
     RegistrationError,
     RelayRegistration,
     failure_hint,
@@ -45,7 +45,7 @@ def registrations(registry: Path) -> dict[str, RegisteredPubkey]:
 async def test_register_window_and_unregister_reach_the_admin_api(
     admin: tuple[AdminServer, Path], caplog: pytest.LogCaptureFixture
 ) -> None:
-    caplog.set_level(logging.INFO, "bridge.runtime.registration")
+    caplog.set_level(logging.INFO, "bridge.runtime.edges.registration")
     server, registry = admin
     registration = RelayRegistration(server.url, TOKEN)
     try:
@@ -90,7 +90,7 @@ async def test_the_relay_window_closes_when_the_bridge_window_does(
 ) -> None:
     """Closed on the relay (``until`` in the past) when asked, in the order asked, and only
     once: a window already closed there is not closed again, not even at shutdown."""
-    caplog.set_level(logging.INFO, "bridge.runtime.registration")
+    caplog.set_level(logging.INFO, "bridge.runtime.edges.registration")
     server, registry = admin
     registration = RelayRegistration(server.url, TOKEN)
     try:
@@ -156,7 +156,9 @@ async def test_a_refused_token_is_logged_with_what_to_check_and_never_shown(
     finally:
         await registration.close()
     assert registrations(registry) == {}
-    warnings_ = [r.getMessage() for r in caplog.records if r.name == "bridge.runtime.registration"]
+    warnings_ = [
+        r.getMessage() for r in caplog.records if r.name == "bridge.runtime.edges.registration"
+    ]
     assert warnings_ == [
         f"! relay registration (register {BRIDGE.public_hex[:8]}…) at {server.url} failed: "
         "the admin API refused the token (HTTP 401); "

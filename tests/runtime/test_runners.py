@@ -12,7 +12,7 @@ from bridge.agents.base import RunnerError, SessionSpec
 from bridge.engine.effects import AnswerPermission, SessionRecord
 from bridge.engine.inputs import AgentFailed, AgentOptionSet, AgentReady, Input
 from bridge.protocol import ModelEntry
-from bridge.runtime.runners import RunnerManager
+from bridge.runtime.hosts.runners import RunnerManager
 from store import bridge_state
 from store.db import BridgeDatabase
 from tests.runtime.support import FakeAgents, finished, rows, session_record
@@ -321,7 +321,7 @@ async def test_a_runner_error_stops_the_delivery_and_leaves_the_row_sent(
 async def test_after_a_crash_sent_rows_are_reconciled_exactly_once(
     db: BridgeDatabase, tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
-    caplog.set_level(logging.INFO, "bridge.runtime.runners")
+    caplog.set_level(logging.INFO, "bridge.runtime.hosts.runners")
     agents = FakeAgents()
     agents.durable["s-1"] = {"got-it"}  # the agent's own record survived the crash
     await add_inbox(db, "got-it", "lost", state="sent")

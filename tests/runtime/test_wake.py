@@ -7,7 +7,7 @@ import time
 
 import pytest
 
-from bridge.runtime.wake import SleepDetector, boottime_clock, watch_wakes
+from bridge.runtime.edges.wake import SleepDetector, boottime_clock, watch_wakes
 
 # (boottime, monotonic) readings after a first one at (100.0, 50.0), and what each reports.
 CASES = [
@@ -89,7 +89,7 @@ async def test_a_failing_handler_is_logged_and_the_watch_goes_on(
         calls.append(slept)
         raise RuntimeError("boom")
 
-    with caplog.at_level(logging.INFO, logger="bridge.runtime.wake"), pytest.raises(Finished):
+    with caplog.at_level(logging.INFO, logger="bridge.runtime.edges.wake"), pytest.raises(Finished):
         await watch_wakes(
             handler,
             boottime=lambda: machine.boot,
@@ -119,6 +119,6 @@ async def test_no_boottime_clock_means_no_watch(
     monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
 ) -> None:
     monkeypatch.delattr(time, "CLOCK_BOOTTIME", raising=False)
-    with caplog.at_level(logging.INFO, logger="bridge.runtime.wake"):
+    with caplog.at_level(logging.INFO, logger="bridge.runtime.edges.wake"):
         await watch_wakes(lambda _: None)  # returns at once instead of watching
     assert "no CLOCK_BOOTTIME here" in caplog.text

@@ -12,7 +12,7 @@ from bridge.agents.base import SessionSpec
 from bridge.config import Settings
 from bridge.engine.core import Engine, EngineConfig, EngineState
 from bridge.engine.effects import SessionRecord
-from bridge.runtime.agent_env import AgentEnvironment
+from bridge.runtime.hosts.agent_env import AgentEnvironment
 from bridge.sandbox import SandboxPolicy, SandboxSettings, check_sandbox, hidden_paths
 from tests.runtime.support import BRIDGE, NOW
 

@@ -10,11 +10,11 @@ import pytest
 
 from bridge.engine.effects import SessionRecord
 from bridge.engine.inputs import AgentReady
-from bridge.engine.sessions import to_remote_info
+from bridge.engine.sessions.rules import to_remote_info
 from bridge.host.driver import DriverSpec
 from bridge.host.events import Ready, decode_event, encode_event
 from bridge.host.launch import LaunchError, LaunchSpec, decode_launch, encode_launch
-from bridge.runtime.host_records import host_event_input
+from bridge.runtime.hosts.records import host_event_input
 from bridge.sandbox import SandboxPolicy
 
 POLICY = SandboxPolicy(

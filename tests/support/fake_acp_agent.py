@@ -2,7 +2,7 @@
 
 It speaks the Agent Client Protocol on its stdio with the official SDK's agent side
 (``acp.run_agent``), like OpenCode or Gemini CLI would, but needs no model API and answers in a
-few hundred milliseconds. The daemon's start-up check (:mod:`bridge.runtime.agent_probe`) and the
+few hundred milliseconds. The daemon's start-up check (:mod:`bridge.runtime.hosts.agent_probe`) and the
 ACP driver (``bridge.agents.acp``) can both be tested against it.
 
 Options come from ``$FAKE_ACP_ARGS`` (split like a shell would) followed by the command line, so

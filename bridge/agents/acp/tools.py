@@ -1,6 +1,6 @@
 """An ACP tool call in the gate's vocabulary, and the permission option that carries an answer.
 
-The gate (:mod:`bridge.engine.gate`), the cards and the phone's renderers know Claude Code's tools:
+The gate (:mod:`bridge.gate`), the cards and the phone's renderers know Claude Code's tools:
 ``Bash`` with a ``command``, ``Write`` / ``Edit`` with a ``file_path``, ``Read``, ``Grep``, … Every
 ACP agent names its tools its own way (OpenCode ``bash`` with ``command``, Gemini CLI
 ``run_shell_command``, …) but classifies each call with ACP's ``ToolKind``; :func:`gate_call` maps

@@ -18,7 +18,7 @@ error, never a made-up result. ``jev.test`` sends a small real judgement (a ``no
 harmless ``git status``), so "ok" means the endpoint answered *and* the model follows the
 format.
 
-Errors are :class:`JevError` with a ``kind``: a :class:`~bridge.desiide.model_errors.ModelErrorKind`
+Errors are :class:`JevError` with a ``kind``: a :class:`~bridge.desiide.models.errors.ModelErrorKind`
 value for transport/HTTP failures, or ``jev_not_configured`` / ``malformed_result``.
 """
 
@@ -31,8 +31,14 @@ from typing import Any, Final
 
 from bridge.desiide.jev.packs import PACK_FORMATS, PackName, build_risk_gate
 from bridge.desiide.jev.results import JevResult, MalformedResult, parse_result
-from bridge.desiide.model_errors import ModelError, ProbeResult
-from bridge.desiide.model_http import Endpoint, ModelCallFailed, api_url, auth_headers, request_json
+from bridge.desiide.models.errors import ModelError, ProbeResult
+from bridge.desiide.models.http import (
+    Endpoint,
+    ModelCallFailed,
+    api_url,
+    auth_headers,
+    request_json,
+)
 from bridge.desiide.settings import JevSettings, SecretResolver, SecretValue, resolve_secret
 from bridge.records import record
 

@@ -33,8 +33,8 @@ from bridge.engine.inputs import (
 from bridge.host.driver import PermissionAnswer
 from bridge.host.layout import host_alive, host_paths, read_info
 from bridge.host.wire import Answer
-from bridge.runtime.host_launcher import HostLauncher
-from bridge.runtime.host_runner import HostRunner
+from bridge.runtime.hosts.host_runner import HostRunner
+from bridge.runtime.hosts.launcher import HostLauncher
 from store.bridge_state import InboxRow
 from tests.support.daemon import kill_hosts_under
 

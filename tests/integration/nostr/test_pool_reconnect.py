@@ -22,7 +22,7 @@ from bridge.nostr.filters import Filter
 from bridge.nostr.keys import Keypair
 from bridge.nostr.pool import RelayPool, RelayState
 from bridge.nostr.relay import ConnectionState, PublishStatus, RelayConnection, RelayEventReceived
-from bridge.runtime.wake import watch_wakes
+from bridge.runtime.edges.wake import watch_wakes
 from tests.support.relay import LoopbackRelay
 
 pytestmark = pytest.mark.timeout(90)

@@ -335,10 +335,10 @@ async def test_lan_check_for_each_bind(monkeypatch: pytest.MonkeyPatch) -> None:
     specific = await check_lan("192.0.2.7", 7777, daemon_running=False)
     assert specific.status is Status.SKIP and "ws://192.0.2.7:7777" in specific.summary
 
-    monkeypatch.setattr("bridge.runtime.embedded_relay.lan_address", lambda: None)
+    monkeypatch.setattr("bridge.runtime.edges.embedded_relay.lan_address", lambda: None)
     assert (await check_lan("0.0.0.0", 7777, daemon_running=True)).status is Status.FAIL
 
-    monkeypatch.setattr("bridge.runtime.embedded_relay.lan_address", lambda: "127.0.0.1")
+    monkeypatch.setattr("bridge.runtime.edges.embedded_relay.lan_address", lambda: "127.0.0.1")
     stopped = await check_lan("0.0.0.0", 7777, daemon_running=False)
     assert stopped.status is Status.SKIP and "ws://127.0.0.1:7777" in stopped.summary
     refused = await check_lan("0.0.0.0", closed_port(), daemon_running=True)

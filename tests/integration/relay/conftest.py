@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from bridge.nostr.keys import Keypair
-from bridge.runtime.embedded_relay import EmbeddedRelay
+from bridge.runtime.edges.embedded_relay import EmbeddedRelay
 
 BRIDGE = Keypair.from_secret("51" * 32)
 PHONE = Keypair.from_secret("52" * 32)

@@ -33,7 +33,7 @@ from bridge.nostr.relay import (
 from bridge.relay.nip11 import RelayLimits
 from bridge.relay.server import RelayServer
 from bridge.relay.storage import EventStore
-from bridge.runtime.embedded_relay import EmbeddedRelay
+from bridge.runtime.edges.embedded_relay import EmbeddedRelay
 from tests.integration.relay.conftest import BRIDGE, PHONE, Policy
 
 pytestmark = pytest.mark.timeout(120)

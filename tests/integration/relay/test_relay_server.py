@@ -23,7 +23,7 @@ from bridge.nostr.keys import Keypair
 from bridge.relay.nip11 import RelayLimits
 from bridge.relay.server import RelayServer
 from bridge.relay.storage import EventStore
-from bridge.runtime.embedded_relay import EmbeddedRelay
+from bridge.runtime.edges.embedded_relay import EmbeddedRelay
 from tests.integration.relay.conftest import BRIDGE, PHONE, STRANGER, Policy
 
 

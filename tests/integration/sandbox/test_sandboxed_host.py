@@ -32,8 +32,8 @@ from bridge.agents.child_process import (
 )
 from bridge.engine.inputs import AgentFailed, AgentReady, Input, JournalRecord
 from bridge.host.layout import host_alive, host_paths, read_info
-from bridge.runtime.host_launcher import HostLauncher
-from bridge.runtime.host_runner import HostRunner
+from bridge.runtime.hosts.host_runner import HostRunner
+from bridge.runtime.hosts.launcher import HostLauncher
 from bridge.sandbox import SandboxPolicy, check_sandbox, hidden_paths, plan_policy, survey
 from tests.integration.host.test_host_runner import FakeStore
 from tests.support.daemon import kill_hosts_under
