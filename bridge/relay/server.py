@@ -39,7 +39,7 @@ import logging
 import re
 from collections.abc import Awaitable, Callable
 from http import HTTPStatus
-from typing import Any, assert_never
+from typing import Any, Final, assert_never
 
 import orjson
 from websockets.asyncio.server import Server, ServerConnection, serve
@@ -89,6 +89,35 @@ LOCAL_IP = "127.0.0.1"
 """The address an in-process client is served as (for the write policy): this machine's."""
 _GOING_AWAY = Close(CloseCode.GOING_AWAY, "relay stopped")
 _UNREAD = Close(CloseCode.POLICY_VIOLATION, "left too many bytes unread")
+
+
+class _ConnectionExtra(logging.Filter):
+    """Replaces the connection object ``websockets`` attaches to its records with its address.
+
+    The library logs through a ``LoggerAdapter`` that adds ``websocket=<the connection>``; the
+    daemon's formatters print extras, and an object's repr (a weak proxy, which may be dead by
+    then) tells the reader nothing. ``client`` is the peer's ``host:port`` when it is known.
+    """
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        connection = record.__dict__.pop("websocket", None)
+        if connection is not None:
+            with contextlib.suppress(ReferenceError, AttributeError, TypeError, IndexError):
+                address = connection.remote_address
+                record.client = f"{address[0]}:{address[1]}"
+        return True
+
+
+_LIBRARY_LOG: Final = logging.getLogger(f"{__name__}.websockets")
+"""The logger ``websockets`` writes to for this relay's server and its connections.
+
+At WARNING: the library logs each connection opened and closed and each HTTP answer at INFO, so
+every doctor probe and every phone reconnect would leave lines in the daemon's log. The relay
+logs its clients itself (at DEBUG); what passes from the library is what went wrong (a handler
+or a ``process_request`` that raised, a keepalive that failed).
+"""
+_LIBRARY_LOG.setLevel(logging.WARNING)
+_LIBRARY_LOG.addFilter(_ConnectionExtra())
 
 _PREFIXED = re.compile(r"(?:duplicate|pow|blocked|rate-limited|invalid|restricted|mute|error): ")
 
@@ -201,6 +230,7 @@ class RelayServer:
             compression=None,  # a loopback/LAN relay: deflate costs CPU for nothing
             max_size=self.limits.max_message_length,
             server_header=None,
+            logger=_LIBRARY_LOG,
         )
         sockets = list(self._server.sockets)
         if sockets:
