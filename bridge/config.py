@@ -4,6 +4,11 @@ Every value remembers where it came from, so ``config show`` can tell the user w
 and every invalid value stops start-up with a message that names the setting, the layer it came
 from and the fix. Nothing here reads secrets: the bridge key lives in the store (or in a key file
 whose *path* is a setting).
+
+The settings with a flag, a variable and a file key are rows of :data:`SETTINGS`, walked by one
+function, so the layers are read the same way for each and a new setting is a new row (and a
+:class:`Settings` field). ``home`` stands apart because it says where the file layer is; the
+``[agents.<id>]`` and ``[sandbox]`` tables stand apart because they exist only in the file.
 """
 
 from __future__ import annotations
@@ -12,10 +17,10 @@ import ipaddress
 import os
 import socket
 import tomllib
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Generic, TypeVar
 from urllib.parse import urlsplit
 
 from bridge.agent_config import (
@@ -31,7 +36,9 @@ from bridge.sandbox.settings import SandboxConfigError, SandboxSettings, parse_s
 __all__ = [
     "DEFAULT_EMBEDDED_RELAY",
     "DEFAULT_HOME",
+    "SETTINGS",
     "ConfigError",
+    "Setting",
     "Settings",
     "default_home",
     "describe",
@@ -43,21 +50,6 @@ __all__ = [
 DEFAULT_HOME = "~/.codedeck"
 DEFAULT_EMBEDDED_RELAY = "127.0.0.1:7777"
 CONFIG_FILE_NAME = "config.toml"
-
-# Keys accepted in config.toml, and the CODEDECK_* variable of each.
-_ENV_NAMES = {
-    "relays": "CODEDECK_RELAYS",
-    "workspaces": "CODEDECK_WORKSPACES",
-    "machine_name": "CODEDECK_MACHINE_NAME",
-    "embedded_relay": "CODEDECK_EMBEDDED_RELAY",
-    "key_file": "CODEDECK_KEY_FILE",
-    "agent": "CODEDECK_AGENT",
-    "claude_path": "CODEDECK_CLAUDE_PATH",
-    "register_url": "CODEDECK_REGISTER_URL",
-    "register_token_file": "CODEDECK_REGISTER_TOKEN_FILE",
-    "transcript_keep_last": "CODEDECK_TRANSCRIPT_KEEP_LAST",
-    "embedded_relay_max_mb": "CODEDECK_EMBEDDED_RELAY_MAX_MB",
-}
 _FILE_ONLY = frozenset({"agents", "sandbox"})
 """Keys of config.toml with no flag or variable: the ``[agents.<id>]`` and ``[sandbox]`` tables."""
 DEFAULT_TRANSCRIPT_KEEP_LAST = 5000
@@ -66,8 +58,7 @@ DEFAULT_EMBEDDED_RELAY_MAX_MB = 512
 expire within the hour, the heartbeat replaces itself), far below a full disk."""
 AGENTS = ("claude", "scripted")
 
-
-_FLAG_NAMES = {"relays": "--relay", "workspaces": "--workspace"}
+T = TypeVar("T")
 
 
 class ConfigError(ValueError):
@@ -104,6 +95,43 @@ class Settings:
     @property
     def config_file(self) -> Path:
         return self.home / CONFIG_FILE_NAME
+
+
+@dataclass(frozen=True, kw_only=True)
+class Setting(Generic[T]):
+    """One row of the settings table: a :class:`Settings` field and how each layer gives it.
+
+    Each row of the table states its field's type as the type parameter, so mypy checks the
+    row's parser, default, fallback and display against it; that ``name`` is a field of that
+    type, the table cannot say: tests/test_config.py checks it.
+
+    Attributes:
+        name: the :class:`Settings` field, the ``config.toml`` key and the key of ``flags``.
+        flag: the command-line flag, as origins and messages name it.
+        env: the ``CODEDECK_*`` variable.
+        parse: turns a given value (a flag's, a variable's string, a TOML value) into the field's
+            value; its second argument is ``"<name> (<origin>)"``, which every message starts
+            with, and it raises :class:`ConfigError` saying what is wrong and the fix.
+        default: the value when no layer gives one (called only then: it may ask the system).
+        default_origin: the origin shown for the default.
+        fallback: a layer below the file that reads the environment and gives an already parsed
+            value and its origin, or None (the systemd credential of the key file).
+        needs: another row, earlier in the table; when it has no value this row is not read (it
+            keeps its default), and when it has one this row must be given.
+        needs_hint: for the message when ``needs`` is set and this row is not given: what to give.
+        show: how ``config show`` prints the value.
+    """
+
+    name: str
+    flag: str
+    env: str
+    parse: Callable[[Any, str], T]
+    default: Callable[[], T]
+    default_origin: str
+    fallback: Callable[[Mapping[str, str]], tuple[T, str] | None] | None = None
+    needs: str | None = None
+    needs_hint: str = ""
+    show: Callable[[T], str] = str
 
 
 def default_home(env: Mapping[str, str]) -> Path:
@@ -152,8 +180,285 @@ def parse_host_port(value: str, *, setting: str = "embedded_relay") -> tuple[str
     return host, port
 
 
-def _default_machine_name() -> str:
-    return socket.gethostname() or "codedeck"
+# Parsers of the table's rows: (given value, "<name> (<origin>)") -> the field's value.
+
+
+def _as_list(value: Any, where: str) -> list[str]:
+    if isinstance(value, str):
+        return [item for item in (part.strip() for part in value.split(",")) if item]
+    if isinstance(value, list) and all(isinstance(item, str) for item in value):
+        return [item.strip() for item in value if item.strip()]
+    raise ConfigError(f"{where}: expected a list of strings")
+
+
+def _as_str(value: Any, where: str) -> str:
+    if not isinstance(value, str) or not value.strip():
+        raise ConfigError(f"{where}: expected a non-empty string")
+    return value.strip()
+
+
+def _as_path(value: Any, where: str) -> Path:
+    """A path as given (``~`` expanded, relative kept relative)."""
+    return Path(os.path.expanduser(_as_str(value, where)))
+
+
+def _relays(value: Any, where: str) -> tuple[str, ...]:
+    urls = [validate_relay_url(item, setting=where) for item in _as_list(value, where)]
+    return tuple(dict.fromkeys(urls))
+
+
+def _workspaces(value: Any, where: str) -> tuple[Path, ...]:
+    """Directories, from a list or a string split on commas or, with no comma, on ``os.pathsep``."""
+    if isinstance(value, str) and os.pathsep in value and "," not in value:
+        value = value.split(os.pathsep)
+    paths: list[Path] = []
+    for item in _as_list(value, where):
+        path = Path(os.path.expanduser(item)).absolute()
+        if not path.is_dir():
+            raise ConfigError(f"{where}: {path} is not a directory; create it or fix the path")
+        paths.append(path)
+    return tuple(dict.fromkeys(paths))
+
+
+def _address(value: Any, where: str) -> tuple[str, int]:
+    return parse_host_port(_as_str(value, where), setting=where)
+
+
+def _agent(value: Any, where: str) -> str:
+    agent = _as_str(value, where)
+    if agent not in AGENTS:
+        raise ConfigError(
+            f"{where}: {agent!r} is not an agent this bridge runs; use one of {', '.join(AGENTS)}"
+        )
+    return agent
+
+
+def _claude_path(value: Any, where: str) -> Path:
+    path = _as_path(value, where)
+    if not path.is_file():
+        raise ConfigError(
+            f"{where}: {path} is not a file; point it at the claude executable, or remove the "
+            "setting to use the bundled CLI"
+        )
+    return path
+
+
+def _register_url(value: Any, where: str) -> str:
+    """The relay's admin API: https, or http for this machine only."""
+    url = _as_str(value, where)
+    parts = urlsplit(url)
+    local = parts.hostname in ("localhost", "127.0.0.1", "::1")
+    if not parts.hostname or not (parts.scheme == "https" or (parts.scheme == "http" and local)):
+        raise ConfigError(
+            f"{where}: {url!r} must be an https:// URL of the relay's admin API "
+            "(http:// only for localhost)"
+        )
+    return url
+
+
+def _whole_number(*, minimum: int, of_what: str) -> Callable[[Any, str], int]:
+    """A parser of integers (as numbers or strings, never booleans) of at least ``minimum``."""
+
+    def parse(value: Any, where: str) -> int:
+        try:
+            number = None if isinstance(value, bool) else int(value)
+        except (TypeError, ValueError):
+            number = None
+        if number is None or number < minimum:
+            raise ConfigError(f"{where}: expected a whole number {of_what}")
+        return number
+
+    return parse
+
+
+def _systemd_credential(env: Mapping[str, str]) -> tuple[Path, str] | None:
+    """The key file systemd passes as credential ``nsec`` (``LoadCredential=nsec:...``)."""
+    if env.get("CREDENTIALS_DIRECTORY"):
+        candidate = Path(env["CREDENTIALS_DIRECTORY"]) / "nsec"
+        if candidate.exists():
+            return candidate, "systemd credential nsec"
+    return None
+
+
+def _or(empty: str) -> Callable[[Any], str]:
+    """Show a value with ``str``, or ``empty`` when it is unset."""
+    return lambda value: str(value) if value else empty
+
+
+def _joined(values: Sequence[object]) -> str:
+    return ", ".join(str(value) for value in values)
+
+
+SETTINGS: tuple[Setting[Any], ...] = (
+    Setting[tuple[str, ...]](
+        name="relays",
+        flag="--relay",
+        env="CODEDECK_RELAYS",
+        parse=_relays,
+        default=tuple,
+        default_origin="default (none: use the embedded relay)",
+        show=lambda relays: _joined(relays) or "(embedded)",
+    ),
+    Setting[tuple[Path, ...]](
+        name="workspaces",
+        flag="--workspace",
+        env="CODEDECK_WORKSPACES",
+        parse=_workspaces,
+        default=lambda: (Path.home(),),
+        default_origin="default (your home directory)",
+        show=_joined,
+    ),
+    Setting[str](
+        name="machine_name",
+        flag="--machine-name",
+        env="CODEDECK_MACHINE_NAME",
+        parse=_as_str,
+        default=lambda: socket.gethostname() or "codedeck",
+        default_origin="default (host name)",
+    ),
+    Setting[tuple[str, int]](
+        name="embedded_relay",
+        flag="--embedded-relay",
+        env="CODEDECK_EMBEDDED_RELAY",
+        parse=_address,
+        default=lambda: parse_host_port(DEFAULT_EMBEDDED_RELAY),
+        default_origin="default",
+        show=lambda address: f"{address[0]}:{address[1]}",
+    ),
+    Setting[Path | None](
+        name="key_file",
+        flag="--key-file",
+        env="CODEDECK_KEY_FILE",
+        parse=_as_path,
+        fallback=_systemd_credential,
+        default=lambda: None,
+        default_origin="default (identity kept in the store)",
+        show=_or("(none)"),
+    ),
+    Setting[str](
+        name="agent",
+        flag="--agent",
+        env="CODEDECK_AGENT",
+        parse=_agent,
+        default=lambda: "claude",
+        default_origin="default (Claude Code)",
+    ),
+    Setting[Path | None](
+        name="claude_path",
+        flag="--claude-path",
+        env="CODEDECK_CLAUDE_PATH",
+        parse=_claude_path,
+        default=lambda: None,
+        default_origin="default (the CLI bundled with claude-agent-sdk)",
+        show=_or("(bundled)"),
+    ),
+    Setting[str | None](
+        name="register_url",
+        flag="--register-url",
+        env="CODEDECK_REGISTER_URL",
+        parse=_register_url,
+        default=lambda: None,
+        default_origin="default (no relay registration)",
+        show=_or("(none)"),
+    ),
+    Setting[Path | None](
+        name="register_token_file",
+        flag="--register-token-file",
+        env="CODEDECK_REGISTER_TOKEN_FILE",
+        parse=_as_path,
+        needs="register_url",
+        needs_hint="give the file that holds the relay's admin token",
+        default=lambda: None,
+        default_origin="default (none)",
+        show=_or("(none)"),
+    ),
+    Setting[int](
+        name="transcript_keep_last",
+        flag="--transcript-keep-last",
+        env="CODEDECK_TRANSCRIPT_KEEP_LAST",
+        parse=_whole_number(
+            minimum=0, of_what="of transcript lines to keep per session (0 keeps everything)"
+        ),
+        default=lambda: DEFAULT_TRANSCRIPT_KEEP_LAST,
+        default_origin=f"default ({DEFAULT_TRANSCRIPT_KEEP_LAST} per session)",
+    ),
+    Setting[int](
+        name="embedded_relay_max_mb",
+        flag="--embedded-relay-max-mb",
+        env="CODEDECK_EMBEDDED_RELAY_MAX_MB",
+        parse=_whole_number(minimum=1, of_what="of MiB (at least 1) the embedded relay may keep"),
+        default=lambda: DEFAULT_EMBEDDED_RELAY_MAX_MB,
+        default_origin="default",
+    ),
+)
+"""The settings read from a flag, a variable or the file, in the order they are resolved (so
+the first invalid one in this order is the one reported, and a ``needs`` row follows its need)."""
+
+_SHOWN = (
+    "relays",
+    "workspaces",
+    "machine_name",
+    "embedded_relay",
+    "embedded_relay_max_mb",
+    "key_file",
+    "agent",
+    "transcript_keep_last",
+    "register_url",
+    "register_token_file",
+    "claude_path",
+)
+"""The order of :data:`SETTINGS` rows in ``config show``: related settings side by side."""
+
+
+@dataclass(frozen=True, slots=True)
+class _Layers:
+    """What the user gave, layer by layer: flags, then variables, then the config file."""
+
+    flags: Mapping[str, Any]
+    env: Mapping[str, str]
+    file: Path
+    file_values: Mapping[str, Any]
+
+    def given(self, row: Setting[Any]) -> tuple[Any, str] | None:
+        """The value of the highest layer that gives one, and its origin; None if none does.
+
+        A flag counts unless it is None or an empty list; a variable unless it is empty; a file
+        key whatever its value.
+        """
+        flag_value = self.flags.get(row.name)
+        if flag_value not in (None, [], ()):
+            return flag_value, f"flag {row.flag}"
+        if self.env.get(row.env):
+            return self.env[row.env], f"env {row.env}"
+        if row.name in self.file_values:
+            return self.file_values[row.name], f"file {self.file}"
+        return None
+
+    def resolve(self, row: Setting[T], resolved: Mapping[str, Any]) -> tuple[T, str]:
+        """The row's value and origin, given the values of the rows before it."""
+        if row.needs is not None and resolved[row.needs] is None:
+            return row.default(), row.default_origin
+        given = self.given(row)
+        if given is not None:
+            raw, origin = given
+            return row.parse(raw, f"{row.name} ({origin})"), origin
+        if row.needs is not None:
+            raise ConfigError(
+                f"{row.needs} is set but {row.name} is not: {row.needs_hint} "
+                f"({row.env} or {row.name})"
+            )
+        if row.fallback is not None and (found := row.fallback(self.env)) is not None:
+            return found
+        return row.default(), row.default_origin
+
+
+def _home(flags: Mapping[str, Any], env: Mapping[str, str]) -> tuple[Path, str]:
+    """Where the bridge keeps its store and config file, and the origin of that choice."""
+    if flags.get("home"):
+        return Path(os.path.expanduser(str(flags["home"]))).absolute(), "flag --home"
+    if env.get("CODEDECK_HOME"):
+        return default_home(env), "env CODEDECK_HOME"
+    return default_home({}), "default"
 
 
 def _read_config_file(path: Path) -> dict[str, Any]:
@@ -170,27 +475,14 @@ def _read_config_file(path: Path) -> dict[str, Any]:
         ) from None
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError(f"{path}: not valid TOML ({exc}); fix or remove the file") from None
-    unknown = sorted(set(data) - set(_ENV_NAMES) - _FILE_ONLY)
+    known = {row.name for row in SETTINGS} | _FILE_ONLY
+    unknown = sorted(set(data) - known)
     if unknown:
         raise ConfigError(
             f"{path}: unknown setting(s) {', '.join(unknown)}; "
-            f"known settings are {', '.join(sorted({*_ENV_NAMES, *_FILE_ONLY}))}"
+            f"known settings are {', '.join(sorted(known))}"
         )
     return data
-
-
-def _as_list(value: Any, *, setting: str, origin: str) -> list[str]:
-    if isinstance(value, str):
-        return [item for item in (part.strip() for part in value.split(",")) if item]
-    if isinstance(value, list) and all(isinstance(item, str) for item in value):
-        return [item.strip() for item in value if item.strip()]
-    raise ConfigError(f"{setting} ({origin}): expected a list of strings")
-
-
-def _as_str(value: Any, *, setting: str, origin: str) -> str:
-    if not isinstance(value, str) or not value.strip():
-        raise ConfigError(f"{setting} ({origin}): expected a non-empty string")
-    return value.strip()
 
 
 def load_settings(
@@ -201,257 +493,46 @@ def load_settings(
     """Resolve every setting from its layers.
 
     Args:
-        flags: values given on the command line; ``None`` or an empty list means "not given".
-            Keys: ``home``, ``relays``, ``workspaces``, ``machine_name``, ``embedded_relay``,
-            ``key_file``.
+        flags: values given on the command line, keyed by setting name (``home`` or a row of
+            :data:`SETTINGS`); ``None`` or an empty list means "not given".
         env: the process environment (only ``CODEDECK_*`` is read).
 
     Raises:
         ConfigError: naming the setting, its origin and the fix.
     """
-    origins: dict[str, str] = {}
-    if flags.get("home"):
-        home = Path(os.path.expanduser(str(flags["home"]))).absolute()
-        origins["home"] = "flag --home"
-    elif env.get("CODEDECK_HOME"):
-        home = default_home(env)
-        origins["home"] = "env CODEDECK_HOME"
-    else:
-        home = default_home({})
-        origins["home"] = "default"
+    home, home_origin = _home(flags, env)
+    origins: dict[str, str] = {"home": home_origin}
+    file = home / CONFIG_FILE_NAME
+    layers = _Layers(flags=flags, env=env, file=file, file_values=_read_config_file(file))
+    values: dict[str, Any] = {}
+    for row in SETTINGS:
+        values[row.name], origins[row.name] = layers.resolve(row, values)
 
-    file_values = _read_config_file(home / CONFIG_FILE_NAME)
-
-    def pick(key: str) -> tuple[Any, str] | None:
-        flag_value = flags.get(key)
-        if flag_value not in (None, [], ()):
-            return flag_value, f"flag {_FLAG_NAMES.get(key, '--' + key.replace('_', '-'))}"
-        env_name = _ENV_NAMES[key]
-        if env.get(env_name):
-            return env[env_name], f"env {env_name}"
-        if key in file_values:
-            return file_values[key], f"file {home / CONFIG_FILE_NAME}"
-        return None
-
-    relays: list[str] = []
-    if (got := pick("relays")) is not None:
-        raw, origins["relays"] = got
-        for item in _as_list(raw, setting="relays", origin=origins["relays"]):
-            relays.append(validate_relay_url(item, setting=f"relays ({origins['relays']})"))
-        relays = list(dict.fromkeys(relays))
-    else:
-        origins["relays"] = "default (none: use the embedded relay)"
-
-    workspaces: list[Path] = []
-    if (got := pick("workspaces")) is not None:
-        raw, origins["workspaces"] = got
-        if isinstance(raw, str) and os.pathsep in raw and "," not in raw:
-            raw = raw.split(os.pathsep)
-        for item in _as_list(raw, setting="workspaces", origin=origins["workspaces"]):
-            path = Path(os.path.expanduser(item)).absolute()
-            if not path.is_dir():
-                raise ConfigError(
-                    f"workspaces ({origins['workspaces']}): {path} is not a directory; "
-                    "create it or fix the path"
-                )
-            workspaces.append(path)
-        workspaces = list(dict.fromkeys(workspaces))
-    else:
-        workspaces = [Path.home()]
-        origins["workspaces"] = "default (your home directory)"
-
-    if (got := pick("machine_name")) is not None:
-        raw, origins["machine_name"] = got
-        machine_name = _as_str(raw, setting="machine_name", origin=origins["machine_name"])
-    else:
-        machine_name = _default_machine_name()
-        origins["machine_name"] = "default (host name)"
-
-    if (got := pick("embedded_relay")) is not None:
-        raw, origins["embedded_relay"] = got
-        text = _as_str(raw, setting="embedded_relay", origin=origins["embedded_relay"])
-        embedded = parse_host_port(text, setting=f"embedded_relay ({origins['embedded_relay']})")
-    else:
-        embedded = parse_host_port(DEFAULT_EMBEDDED_RELAY)
-        origins["embedded_relay"] = "default"
-
-    key_file: Path | None = None
-    if (got := pick("key_file")) is not None:
-        raw, origins["key_file"] = got
-        key_file = Path(
-            os.path.expanduser(_as_str(raw, setting="key_file", origin=origins["key_file"]))
-        )
-    elif env.get("CREDENTIALS_DIRECTORY"):
-        candidate = Path(env["CREDENTIALS_DIRECTORY"]) / "nsec"
-        if candidate.exists():
-            key_file = candidate
-            origins["key_file"] = "systemd credential nsec"
-    if key_file is None:
-        origins.setdefault("key_file", "default (identity kept in the store)")
-
-    agent = "claude"
-    if (got := pick("agent")) is not None:
-        raw, origins["agent"] = got
-        agent = _as_str(raw, setting="agent", origin=origins["agent"])
-        if agent not in AGENTS:
-            raise ConfigError(
-                f"agent ({origins['agent']}): {agent!r} is not an agent this bridge runs; "
-                f"use one of {', '.join(AGENTS)}"
-            )
-    else:
-        origins["agent"] = "default (Claude Code)"
-
-    claude_path: Path | None = None
-    if (got := pick("claude_path")) is not None:
-        raw, origins["claude_path"] = got
-        text = _as_str(raw, setting="claude_path", origin=origins["claude_path"])
-        claude_path = Path(os.path.expanduser(text))
-        if not claude_path.is_file():
-            raise ConfigError(
-                f"claude_path ({origins['claude_path']}): {claude_path} is not a file; point it "
-                "at the claude executable, or remove the setting to use the bundled CLI"
-            )
-    else:
-        origins["claude_path"] = "default (the CLI bundled with claude-agent-sdk)"
-
-    register_url: str | None = None
-    register_token_file: Path | None = None
-    if (got := pick("register_url")) is not None:
-        raw, origins["register_url"] = got
-        register_url = _as_str(raw, setting="register_url", origin=origins["register_url"])
-        parts = urlsplit(register_url)
-        local = parts.hostname in ("localhost", "127.0.0.1", "::1")
-        if not parts.hostname or not (
-            parts.scheme == "https" or (parts.scheme == "http" and local)
-        ):
-            raise ConfigError(
-                f"register_url ({origins['register_url']}): {register_url!r} must be an https:// "
-                "URL of the relay's admin API (http:// only for localhost)"
-            )
-        got = pick("register_token_file")
-        if got is None:
-            raise ConfigError(
-                "register_url is set but register_token_file is not: give the file that holds "
-                "the relay's admin token (CODEDECK_REGISTER_TOKEN_FILE or register_token_file)"
-            )
-        raw, origins["register_token_file"] = got
-        register_token_file = Path(
-            os.path.expanduser(
-                _as_str(raw, setting="register_token_file", origin=origins["register_token_file"])
-            )
-        )
-    else:
-        origins["register_url"] = "default (no relay registration)"
-        origins.setdefault("register_token_file", "default (none)")
-
-    keep_last = DEFAULT_TRANSCRIPT_KEEP_LAST
-    if (got := pick("transcript_keep_last")) is not None:
-        raw, origins["transcript_keep_last"] = got
-        try:
-            keep_last = int(raw) if not isinstance(raw, bool) else -1
-        except (TypeError, ValueError):
-            keep_last = -1
-        if keep_last < 0:
-            raise ConfigError(
-                f"transcript_keep_last ({origins['transcript_keep_last']}): expected a whole number "
-                "of transcript lines to keep per session (0 keeps everything)"
-            )
-    else:
-        origins["transcript_keep_last"] = f"default ({DEFAULT_TRANSCRIPT_KEEP_LAST} per session)"
-
-    max_mb = DEFAULT_EMBEDDED_RELAY_MAX_MB
-    if (got := pick("embedded_relay_max_mb")) is not None:
-        raw, origins["embedded_relay_max_mb"] = got
-        try:
-            max_mb = int(raw) if not isinstance(raw, bool) else 0
-        except (TypeError, ValueError):
-            max_mb = 0
-        if max_mb < 1:
-            raise ConfigError(
-                f"embedded_relay_max_mb ({origins['embedded_relay_max_mb']}): expected a whole "
-                "number of MiB (at least 1) the embedded relay may keep"
-            )
-    else:
-        origins["embedded_relay_max_mb"] = "default"
-
+    raw_agents = layers.file_values.get("agents")
     try:
-        agents = parse_agents(
-            file_values.get("agents"), source=str(home / CONFIG_FILE_NAME), env=env
-        )
+        agents = parse_agents(raw_agents, source=str(file), env=env)
     except AgentConfigError as exc:
         raise ConfigError(str(exc)) from None
     if not any(agent.agent_id == OPENCODE_ID for agent in agents):
-        origins["agents.opencode"] = opencode_off_reason(file_values.get("agents"), env)
+        origins["agents.opencode"] = opencode_off_reason(raw_agents, env)
 
     try:
-        sandbox = parse_sandbox(file_values.get("sandbox"), source=str(home / CONFIG_FILE_NAME))
+        sandbox = parse_sandbox(layers.file_values.get("sandbox"), source=str(file))
     except SandboxConfigError as exc:
         raise ConfigError(str(exc)) from None
-    origins["sandbox"] = (
-        f"file {home / CONFIG_FILE_NAME}" if "sandbox" in file_values else "default (on)"
-    )
+    origins["sandbox"] = f"file {file}" if "sandbox" in layers.file_values else "default (on)"
 
-    return Settings(
-        home=home,
-        relays=tuple(relays),
-        workspaces=tuple(workspaces),
-        machine_name=machine_name,
-        embedded_relay=embedded,
-        key_file=key_file,
-        agent=agent,
-        claude_path=claude_path,
-        register_url=register_url,
-        register_token_file=register_token_file,
-        transcript_keep_last=keep_last,
-        embedded_relay_max_mb=max_mb,
-        agents=agents,
-        sandbox=sandbox,
-        origins=origins,
-    )
+    return Settings(home=home, agents=agents, sandbox=sandbox, origins=origins, **values)
 
 
 def describe(settings: Settings) -> Sequence[tuple[str, str, str]]:
     """Rows of (setting, value, origin) for ``config show``; holds no secrets by construction."""
+    rows = {row.name: row for row in SETTINGS}
     return [
         ("home", str(settings.home), settings.origins["home"]),
-        ("relays", ", ".join(settings.relays) or "(embedded)", settings.origins["relays"]),
-        (
-            "workspaces",
-            ", ".join(str(p) for p in settings.workspaces),
-            settings.origins["workspaces"],
-        ),
-        ("machine_name", settings.machine_name, settings.origins["machine_name"]),
-        (
-            "embedded_relay",
-            f"{settings.embedded_relay[0]}:{settings.embedded_relay[1]}",
-            settings.origins["embedded_relay"],
-        ),
-        (
-            "embedded_relay_max_mb",
-            str(settings.embedded_relay_max_mb),
-            settings.origins["embedded_relay_max_mb"],
-        ),
-        (
-            "key_file",
-            str(settings.key_file) if settings.key_file else "(none)",
-            settings.origins["key_file"],
-        ),
-        ("agent", settings.agent, settings.origins["agent"]),
-        (
-            "transcript_keep_last",
-            str(settings.transcript_keep_last),
-            settings.origins["transcript_keep_last"],
-        ),
-        ("register_url", settings.register_url or "(none)", settings.origins["register_url"]),
-        (
-            "register_token_file",
-            str(settings.register_token_file) if settings.register_token_file else "(none)",
-            settings.origins["register_token_file"],
-        ),
-        (
-            "claude_path",
-            str(settings.claude_path) if settings.claude_path else "(bundled)",
-            settings.origins["claude_path"],
+        *(
+            (name, rows[name].show(getattr(settings, name)), settings.origins[name])
+            for name in _SHOWN
         ),
         *describe_agents(settings.agents, settings.origins),
     ]
