@@ -263,7 +263,7 @@ def test_the_daemon_starts_without_the_acp_sdk() -> None:
     """``codedeck-bridge run`` with Claude Code (or the scripted agent) never imports ``acp``:
     its pydantic models take 0.86 s of CPU to build, at every start (``agent_probe``)."""
     code = (
-        "import sys, bridge.cli, bridge.runtime.daemon, bridge.agents.claude, "
+        "import sys, bridge.cli.main, bridge.runtime.daemon, bridge.agents.claude, "
         "bridge.agents.scripted, bridge.doctor; "
         "print(sorted(m for m in sys.modules if m.split('.')[0] == 'acp'))"
     )

@@ -1,20 +1,21 @@
-"""The local control socket: how the CLI talks to a running daemon.
+"""The local control socket: how the CLI and the editor talk to a running daemon.
 
 ``<home>/control.sock`` (mode 0600) carries JSON-RPC 2.0 framed with ``Content-Length`` headers;
 the first request is ``initialize`` with the control protocol version. The layers, inside out:
 
 - `framing` — ``Content-Length`` frames, sans-I/O;
 - `rpc` — JSON-RPC 2.0 messages and error codes;
-- `methods` — the API: methods, params validation, result shapes, the `ControlHandler` protocol
-  the daemon implements;
+- `methods` and `task_methods` — the API: methods, params validation, result shapes, the
+  `ControlHandler` protocol the daemon implements;
 - `connection` — the server and client state machines (the ``initialize`` handshake), sans-I/O;
 - `server` / `client` — the asyncio I/O around them;
-- `render` / `cli_commands` — the CLI commands ``status``, ``pair``, ``phones``, ``unpair``;
 - `hosts` — the session hosts as ``host.json`` and ``/proc`` tell them (``status``);
-- `sessions_close` — ``sessions close ID|--all``, through the daemon or, with none, directly.
+- `terminal_text` — daemon and phone text made safe to print.
+
+The commands that use it live on the CLI's side (:mod:`bridge.cli`); the daemon's answers on the
+runtime's (:mod:`bridge.runtime.edges.control_handler`). This package imports neither.
 """
 
-from bridge.control.cli_commands import CONTROL_COMMANDS, add_control_commands, run_control_command
 from bridge.control.client import (
     CONNECT_TIMEOUT,
     DEFAULT_CALL_TIMEOUT,
@@ -68,14 +69,6 @@ from bridge.control.methods import (
     iso_timestamp,
     parse_timestamp,
 )
-from bridge.control.render import (
-    format_duration,
-    format_moment,
-    render_phones,
-    render_qr,
-    render_status,
-    safe_text,
-)
 from bridge.control.rpc import (
     INTERNAL_ERROR,
     INVALID_PARAMS,
@@ -105,21 +98,10 @@ from bridge.control.server import (
     ControlSocketError,
     control_socket_path,
 )
-from bridge.control.sessions_close import (
-    CLOSE_WAIT,
-    ClosedSessions,
-    CloseError,
-    SessionsStillOpen,
-    close_sessions,
-    closed_json,
-    closed_lines,
-    run_sessions_close,
-)
+from bridge.control.terminal_text import safe_text
 
 __all__ = [
-    "CLOSE_WAIT",
     "CONNECT_TIMEOUT",
-    "CONTROL_COMMANDS",
     "CONTROL_PROTOCOL_VERSION",
     "CONTROL_SOCKET_NAME",
     "DEFAULT_CALL_TIMEOUT",
@@ -142,8 +124,6 @@ __all__ = [
     "Call",
     "ClientConnection",
     "Close",
-    "CloseError",
-    "ClosedSessions",
     "ConnectionState",
     "ControlClient",
     "ControlError",
@@ -175,18 +155,11 @@ __all__ = [
     "ServerEvent",
     "SessionInfo",
     "SessionsCloseResult",
-    "SessionsStillOpen",
     "StatusResult",
     "UnpairResult",
-    "add_control_commands",
-    "close_sessions",
-    "closed_json",
-    "closed_lines",
     "control_socket_path",
     "dumps",
     "encode_frame",
-    "format_duration",
-    "format_moment",
     "iso_timestamp",
     "live_host_pids",
     "mismatch_message",
@@ -194,11 +167,6 @@ __all__ = [
     "parse_request",
     "parse_response",
     "parse_timestamp",
-    "render_phones",
-    "render_qr",
-    "render_status",
-    "run_control_command",
-    "run_sessions_close",
     "running_hosts",
     "safe_text",
     "serialize_error",

@@ -27,11 +27,17 @@ from urllib.parse import urlsplit
 
 from bridge.config import ConfigError, Settings, default_home, load_settings
 from bridge.control.client import ControlClient, ControlError, DaemonNotRunning
-from bridge.control.render import safe_text
+from bridge.control.terminal_text import safe_text
 from bridge.control.server import control_socket_path
 from bridge.doctor.agents import check_agents
 from bridge.doctor.claude import check_claude
-from bridge.doctor.local import check_credentials, check_database, check_home, check_identity
+from bridge.doctor.local import (
+    check_credentials,
+    check_database,
+    check_home,
+    check_identity,
+    home_unusable,
+)
 from bridge.doctor.model import Check, Status
 from bridge.doctor.relays import RelayProbe, check_clock, check_lan, check_relay, probe_relay
 from bridge.doctor.sandbox import check_sandbox_support
@@ -127,9 +133,19 @@ async def run_checks(
     """Every check, in report order (see the module docstring)."""
     checks: list[Check] = []
 
-    def want(name: str) -> bool:
-        return name not in skip
+    unusable = home_unusable(home)
+    inside = ("config", "database", "identity", "daemon", "credentials")
 
+    def want(name: str) -> bool:
+        return name not in skip and not (unusable and name in inside)
+
+    def skipped(*names: str) -> None:
+        # Their failures (and fixes) would only repeat that the home is no directory.
+        for name in names:
+            if unusable and name not in skip:
+                checks.append(Check(name, Status.SKIP, f"not checked: {home} is not a directory"))
+
+    skipped("config")
     if want("config"):
         if settings is None:
             checks.append(
@@ -152,6 +168,7 @@ async def run_checks(
             )
     if want("home"):
         checks.append(check_home(home))
+    skipped("database", "identity", "daemon", "credentials")
     if want("database"):
         checks.append(await asyncio.to_thread(check_database, home))
     if want("identity"):

@@ -18,7 +18,8 @@ from bridge.nostr.keys import Keypair, NostrKeyError
 from bridge.runtime.identity import IdentityError, read_key_file
 from bridge.service import ENV_FILE_NAME
 from store.db import BRIDGE_DB_FILENAME
-from store.errors import StoreError
+from store.errors import CorruptDatabase, StoreError
+from store.home import blocking_file, read_only_reason, unwritable_fix
 from store.readonly import NoDatabase, open_readonly
 from store.schema import BRIDGE_MIGRATIONS
 
@@ -30,6 +31,7 @@ __all__ = [
     "check_home",
     "check_identity",
     "claude_login_file",
+    "home_unusable",
 ]
 
 SERVICE_ENV_FILE: Final = ENV_FILE_NAME
@@ -46,11 +48,37 @@ def _mode(info: os.stat_result) -> int:
 
 
 def check_home(home: Path) -> Check:
-    """The home exists, is a directory of ours, and is private (0700)."""
+    """The home is a directory of ours that the bridge can write, and private (0700).
+
+    A home that is a file, or lies below one, and a home on a read-only file system or without
+    write permission fail here, with the fix for that cause; the other checks of the home's
+    files are then skipped (`home_unusable`), as their fixes (restore a backup…) would mislead.
+    """
     details = {"path": str(home)}
+    blocker = blocking_file(home)
+    if blocker is not None:
+        kind = "a file" if blocker.is_file() else "not a regular file"
+        where = "" if blocker == home else f", so it cannot hold the bridge home {home}"
+        return Check(
+            "home",
+            Status.FAIL,
+            f"{blocker} is {kind}, not a directory{where}",
+            fix="pass --home with a directory (or move the file away)",
+            details=details,
+        )
     try:
         info = home.stat()
     except FileNotFoundError:
+        parent = next(p for p in home.parents if p.exists())
+        reason = read_only_reason(parent)
+        if reason is not None:
+            return Check(
+                "home",
+                Status.FAIL,
+                f"{home} does not exist, and its folder {parent} {reason}",
+                fix=unwritable_fix(parent, reason),
+                details=details,
+            )
         return Check(
             "home",
             Status.WARN,
@@ -83,6 +111,15 @@ def check_home(home: Path) -> Check:
             fix=f"run the bridge as its owner, or `chown -R {os.geteuid()} {home}`",
             details=details,
         )
+    reason = read_only_reason(home)
+    if reason is not None and "read-only" in reason:
+        return Check(
+            "home",
+            Status.FAIL,
+            f"{home} {reason}: the bridge cannot create its lock, database and socket there",
+            fix=unwritable_fix(home, reason),
+            details=details,
+        )
     if _mode(info) & 0o077:
         return Check(
             "home",
@@ -92,7 +129,20 @@ def check_home(home: Path) -> Check:
             fix=f"chmod 700 {home}",
             details=details,
         )
+    if reason is not None:
+        return Check(
+            "home",
+            Status.FAIL,
+            f"{home} {reason}: the bridge cannot create its lock, database and socket there",
+            fix=unwritable_fix(home, reason),
+            details=details,
+        )
     return Check("home", Status.PASS, f"{home} is private (mode 0700, yours)", details=details)
+
+
+def home_unusable(home: Path) -> bool:
+    """True when `home` is a file or lies below one: nothing can be checked inside it."""
+    return blocking_file(home) is not None
 
 
 def check_database(home: Path) -> Check:
@@ -149,7 +199,7 @@ def check_database(home: Path) -> Check:
             fix="start the bridge once (`codedeck-bridge run`): it creates the database",
             details=details,
         )
-    except StoreError as exc:
+    except CorruptDatabase as exc:
         return Check(
             "database",
             Status.FAIL,
@@ -157,6 +207,8 @@ def check_database(home: Path) -> Check:
             fix="restore bridge.db from a backup, or move it aside as the message says",
             details=details,
         )
+    except StoreError as exc:  # its message says what to do
+        return Check("database", Status.FAIL, str(exc), details=details)
     known = len(BRIDGE_MIGRATIONS)
     details["schemaVersion"] = version
     if version > known:
@@ -209,13 +261,15 @@ def check_identity(home: Path, key_file: Path | None) -> Check:
             "no identity yet",
             fix="start the bridge once (`codedeck-bridge run`): it creates its key and keeps it",
         )
-    except StoreError as exc:
+    except CorruptDatabase as exc:
         return Check(
             "identity",
             Status.FAIL,
             f"cannot read the stored identity: {exc}",
             fix="restore bridge.db from a backup",
         )
+    except StoreError as exc:  # its message says what to do
+        return Check("identity", Status.FAIL, f"cannot read the stored identity: {exc}")
     if row is None:
         return Check(
             "identity",

@@ -4,7 +4,7 @@
 stop of the daemon (that is what keeps them across restarts and upgrades), so removing the
 service without closing them would leave their hosts running with no daemon to adopt them. In
 order: every session of the service's home is closed (through the daemon's control socket when
-it answers, else on the store and the hosts directly: :mod:`bridge.control.sessions_close`);
+it answers, else on the store and the hosts directly: :mod:`bridge.runtime.hosts.close`);
 the service is stopped, disabled and its unit removed; then the same close runs again, now with
 no daemon, to end what started in between and stop any host still alive under the home. With
 ``--unit-dir`` only the file is removed: systemd and the sessions are left alone; when no unit
@@ -32,7 +32,7 @@ from typing import Final
 
 from bridge.config import DEFAULT_HOME, default_home
 from bridge.control.client import ControlError
-from bridge.control.sessions_close import (
+from bridge.runtime.hosts.close import (
     CLOSE_WAIT,
     ClosedSessions,
     close_sessions,
@@ -271,7 +271,7 @@ def _uninstall_home(
 
 
 def close_every_session(home: Path, account: str | None) -> ClosedSessions:
-    """Close every session of `home` (`bridge.control.sessions_close.close_sessions`).
+    """Close every session of `home` (`bridge.runtime.hosts.close.close_sessions`).
 
     As root with an `account` (a ``--system`` unit), it runs ``codedeck-bridge sessions close
     --all`` as that account: the home refuses files and locks of another owner.

@@ -46,7 +46,7 @@ def _importable_without_pythonpath(python: str) -> bool:
     env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
     try:
         done = subprocess.run(
-            [python, "-c", "import bridge.cli"],
+            [python, "-c", "import bridge.cli.main"],
             cwd="/",
             env=env,
             capture_output=True,

@@ -87,7 +87,7 @@ loaded RSS would measure that transient backlog rather than what 20 stored sessi
 LOAD_POLL = 0.25  # seconds between two counts of the store's rows during the load
 LOAD_STALL = 15.0  # the store gained no row for this long: the load is over, complete or not
 LOAD_TIMEOUT = 900.0
-IMPORTS_ONLY = ("bridge.cli", "bridge.runtime.daemon", "bridge.agents.scripted")
+IMPORTS_ONLY = ("bridge.cli.main", "bridge.runtime.daemon", "bridge.agents.scripted")
 """What the idle RSS baseline imports: the daemon's entry point, its runtime and its agent."""
 _NOT_DELIVERED = re.compile(r"- output [0-9a-f]{8} not delivered")
 """What the daemon's sender logs for each live-output event no relay took (never retried)."""

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from bridge.cli import main
+from bridge.cli.main import main
 from bridge.control import CONTROL_PROTOCOL_VERSION, ControlServer, control_socket_path
 from bridge.nostr.keys import Keypair
 from store.lock import acquire_lock

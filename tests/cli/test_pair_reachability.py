@@ -16,7 +16,7 @@ from urllib.parse import quote
 
 import pytest
 
-from bridge.cli import main
+from bridge.cli.main import main
 from bridge.control import ControlServer, control_socket_path
 from bridge.control.methods import PairOpenResult, StatusResult
 from tests.control.fake_handler import BRIDGE, TOKEN, FakeHandler

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from bridge.cli import main
+from bridge.cli.main import main
 from bridge.control import ControlServer, SessionInfo
 from bridge.host.layout import host_paths
 from tests.control.fake_handler import FakeHandler
@@ -105,7 +105,7 @@ async def test_a_host_that_does_not_stop_fails_after_the_wait(
     capsys: pytest.CaptureFixture[str],
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    monkeypatch.setattr("bridge.control.sessions_close.CLOSE_WAIT", 0.3)
+    monkeypatch.setattr("bridge.runtime.hosts.close.CLOSE_WAIT", 0.3)
     pid = hosts.start("s-1")  # nobody stops it
     assert await cli("sessions", "close", "s-1", "--json", "--home", str(home)) == 1
     captured = capsys.readouterr()
@@ -128,7 +128,7 @@ async def test_a_daemon_that_keeps_listing_the_session_fails_after_the_wait(
     capsys: pytest.CaptureFixture[str],
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    monkeypatch.setattr("bridge.control.sessions_close.CLOSE_WAIT", 0.2)
+    monkeypatch.setattr("bridge.runtime.hosts.close.CLOSE_WAIT", 0.2)
     handler.keep_listed = True
     assert await cli("sessions", "close", "--all", "--home", str(home)) == 1
     assert capsys.readouterr().err == (

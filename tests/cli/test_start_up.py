@@ -8,7 +8,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from bridge import cli
+from bridge.cli import main as cli
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -16,7 +16,7 @@ CHECK = """
 import gc
 import bridge.__main__  # as the console script and `python -m bridge` begin
 assert not gc.isenabled(), "the collector is on while the modules load"
-from bridge import cli
+from bridge.cli import main as cli
 from bridge.runtime import daemon  # what `run` loads before it turns the collector back on
 cli._loaded(collect=True)
 print(gc.isenabled(), gc.get_freeze_count())

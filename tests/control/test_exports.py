@@ -6,18 +6,8 @@ import importlib
 
 import bridge.control
 
-MODULES = [
-    "cli_commands",
-    "client",
-    "connection",
-    "framing",
-    "hosts",
-    "methods",
-    "render",
-    "rpc",
-    "server",
-    "sessions_close",
-]
+# The socket's own modules; `task_methods` is the editor's contract, imported by name.
+MODULES = ["client", "connection", "framing", "hosts", "methods", "rpc", "server", "terminal_text"]
 
 
 def test_package_exports_the_union_of_module_exports() -> None:

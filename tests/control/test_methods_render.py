@@ -9,7 +9,7 @@ from datetime import datetime
 import pytest
 
 from bridge.control.methods import iso_timestamp, parse_timestamp
-from bridge.control.render import (
+from bridge.cli.render import (
     format_duration,
     format_moment,
     render_phones,
@@ -84,7 +84,7 @@ def test_render_status_is_tolerant_of_missing_and_mistyped_fields() -> None:
     lines = render_status({"version": "0.1.0", "pid": 4, "relays": "nope", "phones": [3, {}]})
     text = "\n".join(lines)
     assert "codedeck-bridge 0.1.0 is running (pid 4)" in text
-    assert "relays (0):" in text
+    assert "  relays: none" in text
     assert "paired phones (1):" in text
     assert "last command: never" in text
 
@@ -115,9 +115,24 @@ def test_render_status_full() -> None:
     assert lines[0] == "codedeck-bridge 0.1.0 is running (pid 7, up 1 h 02 min)"
     assert "    wss://r  backoff, last error: refused?[2J" in lines
     assert "  embedded relay: ws://127.0.0.1:7777" in lines
-    assert "    none; run `codedeck-bridge pair` to pair one" in lines
+    assert "  paired phones: none; run `codedeck-bridge pair` to pair one" in lines
     assert "    s1  running  t  in /w" in lines
     assert lines[-1].startswith("  last command: ") and lines[-1].endswith("(10 s ago)")
+
+
+def test_render_status_of_an_idle_daemon_has_no_empty_headings() -> None:
+    lines = render_status(
+        {"version": "0.1.0", "pid": 4, "relays": [], "phones": [], "sessions": []}
+    )
+    assert lines[1:-1] == [
+        "  home:     ?",
+        "  npub:     ?",
+        "  machine:  ?",
+        "  relays: none",
+        "  paired phones: none; run `codedeck-bridge pair` to pair one",
+        "  sessions: none; start one from the CodeDeck app",
+    ]
+    assert not [line for line in lines if line.endswith(":")]
 
 
 @pytest.mark.parametrize(

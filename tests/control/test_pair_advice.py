@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from bridge.control.pair_advice import is_local_only, unreachable_relays_advice
+from bridge.cli.pair_advice import is_local_only, unreachable_relays_advice
 
 LOCAL_ONLY = [
     ("ws://127.0.0.1:7777", True),

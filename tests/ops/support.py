@@ -80,7 +80,7 @@ def invoke(
 ) -> CliResult:
     """``main(args)`` in this process (much faster than a process), with a clean environment
     plus `env`, capturing stdout/stderr. Call it from a worker thread in async tests."""
-    from bridge.cli import main
+    from bridge.cli.main import main
 
     for name in list(os.environ):
         if _SCRUB.fullmatch(name) and name != "PYTHONPATH":

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from bridge.cli import main
+from bridge.cli.main import main
 from bridge.config import describe, load_settings
 from bridge.control import ControlServer, control_socket_path
 from bridge.nostr.keys import Keypair
@@ -356,7 +356,7 @@ def test_run_passes_the_session_choice_to_the_daemon(
         seen.append(keep_sessions)
 
     monkeypatch.setattr("bridge.runtime.daemon.run_daemon", fake_run_daemon)
-    monkeypatch.setattr("bridge.cli._configure_logging", lambda *a, **k: None)
+    monkeypatch.setattr("bridge.cli.main._configure_logging", lambda *a, **k: None)
     result = cli("run", "--home", str(home), *flags)
     assert result.code == 0, result.stderr
     assert seen == [keep]

@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from bridge.cli import build_parser
-from bridge.control.sessions_close import ClosedSessions
+from bridge.cli.main import build_parser
+from bridge.runtime.hosts.close import ClosedSessions
 from bridge.service import (
     SYSTEM_UNIT,
     USER_UNIT,

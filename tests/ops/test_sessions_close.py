@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from bridge.control.sessions_close import ClosedSessions
+from bridge.runtime.hosts.close import ClosedSessions
 from bridge.host.layout import host_paths
 from bridge.service import ServiceError, close_every_session
 from store import bridge_state

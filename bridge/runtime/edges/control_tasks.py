@@ -19,7 +19,7 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 
 from bridge.control.methods import HandlerError
-from bridge.control.render import safe_text
+from bridge.control.terminal_text import safe_text
 from bridge.control.task_methods import (
     WATCH_BATCH,
     CardView,

@@ -14,6 +14,10 @@ which stops their agents (the sessions stay and resume at the next start), unles
 ``--keep-sessions``; ``--close-sessions`` forces that under systemd too. ``sessions close`` is
 what ends a session for good.
 
+``--home`` may come before the command (``codedeck-bridge --home X status``) or after it; after
+wins when both are given. A home that is a file, or a missing home given to a command that reads
+an existing bridge, is refused before the command runs (`bridge.cli.home`).
+
 ``decisions`` reads the database directly rather than through the daemon: the audit log must be
 readable while the daemon is stopped (after an incident, say), and WAL lets it read a running
 daemon's committed rows without disturbing it, so one path serves both cases.
@@ -45,13 +49,14 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from bridge import __version__
+from bridge.cli.commands import CONTROL_COMMANDS, add_control_commands, run_control_command
+from bridge.cli.home import home_error, home_source, missing_home_message
 from bridge.config import ConfigError, Settings, default_home, describe, load_settings
-from bridge.control.cli_commands import CONTROL_COMMANDS, add_control_commands, run_control_command
 from bridge.control.client import ControlClient, ControlError, DaemonNotRunning, not_running_message
-from bridge.control.render import safe_text
-from bridge.control.sessions_close import run_sessions_close
+from bridge.control.terminal_text import safe_text
 from bridge.doctor.command import add_doctor_command, run_doctor_command
 from bridge.logs import LOG_FORMATS, configure_logging
+from bridge.runtime.hosts.close import run_sessions_close
 from bridge.service import add_service_commands, run_service_command
 
 __all__ = ["EXIT_FAILURE", "EXIT_OK", "EXIT_USAGE", "build_parser", "main"]
@@ -83,6 +88,13 @@ def build_parser() -> argparse.ArgumentParser:
         ),
     )
     parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
+    # Its own dest: a sub-command's --home (default None) would overwrite a shared one.
+    parser.add_argument(
+        "--home",
+        dest="home_before",
+        metavar="DIR",
+        help="the bridge's home directory, for any command (a --home after the command wins)",
+    )
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
 
     run = sub.add_parser(
@@ -243,6 +255,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``codedeck-bridge`` console script (through ``bridge.__main__``)."""
     parser = build_parser()
     args = parser.parse_args(argv)
+    if getattr(args, "home", None) is None and args.home_before is not None:
+        args.home = args.home_before
+    problem = _home_problem(args)
+    if problem is not None:
+        return _fail(problem, EXIT_USAGE)
     if args.command == "run":
         return _cmd_run(args)
     _loaded(collect=False)
@@ -378,6 +395,13 @@ def _add_ops_commands(sub: Any) -> None:
 def _fail(message: str, code: int = EXIT_FAILURE) -> int:
     print(f"codedeck-bridge: {message}", file=sys.stderr)
     return code
+
+
+def _home_problem(args: argparse.Namespace) -> str | None:
+    """Why the command's home cannot serve (`bridge.cli.home`); doctor reports it."""
+    if args.command in (None, "doctor") or (args.command == "service" and not args.home):
+        return None
+    return home_error(args.command, _home_of(args), home_source(args.home, os.environ))
 
 
 def _print_json(value: Any, out: TextIO | None = None) -> None:
@@ -575,6 +599,11 @@ def _cmd_keys(args: argparse.Namespace) -> int:
                     else None
                 )
         except NoDatabase:
+            if not settings.home.exists():
+                return _fail(
+                    missing_home_message(settings.home, home_source(args.home, os.environ)),
+                    EXIT_USAGE,
+                )
             row = None
         except StoreError as exc:
             return _fail(f"cannot read the bridge identity: {exc}")

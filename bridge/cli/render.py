@@ -1,5 +1,6 @@
 """Text the CLI prints from the daemon's answers: status, phones, the pairing QR code.
 
+Empty lists read as one line (``sessions: none; …``) rather than a heading with nothing under it.
 ``status`` also shows each session's host (``host pid N`` or ``no host running``) and how many
 session hosts run under the home, when the daemon reports them (control protocol 1.1).
 
@@ -20,6 +21,7 @@ from datetime import datetime
 from typing import Any, Final, TextIO
 
 from bridge.control.methods import parse_timestamp
+from bridge.control.terminal_text import safe_text
 
 __all__ = [
     "format_duration",
@@ -30,23 +32,7 @@ __all__ = [
     "safe_text",
 ]
 
-_MAX_TEXT: Final = 200
-_BIDI: Final = (
-    frozenset(range(0x202A, 0x202F)) | frozenset(range(0x2066, 0x206A)) | {0x200E, 0x200F}
-)
 _BLOCKS: Final = "█▀▄"
-
-
-def safe_text(value: object, *, limit: int = _MAX_TEXT) -> str:
-    """``value`` as one printable line: controls and bidi overrides become ``?``; capped."""
-    if value is None:
-        return "?"
-    text = value if isinstance(value, str) else str(value)
-    cleaned = "".join(
-        "?" if (ord(ch) < 0x20 or 0x7F <= ord(ch) < 0xA0 or ord(ch) in _BIDI) else ch
-        for ch in text[: limit + 1]
-    )
-    return cleaned if len(cleaned) <= limit else cleaned[: limit - 1] + "…"
 
 
 def format_duration(seconds: float) -> str:
@@ -113,7 +99,7 @@ def render_status(status: Mapping[str, Any], *, now: float | None = None) -> lis
     if status.get("embeddedRelay"):
         lines.append(f"  embedded relay: {safe_text(status.get('embeddedRelay'))}")
     relays = _items(status.get("relays"))
-    lines.append(f"  relays ({len(relays)}):")
+    lines.append(f"  relays ({len(relays)}):" if relays else "  relays: none")
     for relay in relays:
         line = f"    {safe_text(relay.get('url'))}  {safe_text(relay.get('state'))}"
         if relay.get("lastEventAt"):
@@ -122,12 +108,17 @@ def render_status(status: Mapping[str, Any], *, now: float | None = None) -> lis
             line += f", last error: {safe_text(relay.get('lastError'))}"
         lines.append(line)
     phones = _items(status.get("phones"))
-    lines.append(f"  paired phones ({len(phones)}):")
-    lines.extend(f"    {line}" for line in render_phones(phones))
-    if not phones:
-        lines.append("    none; run `codedeck-bridge pair` to pair one")
+    if phones:
+        lines.append(f"  paired phones ({len(phones)}):")
+        lines.extend(f"    {line}" for line in render_phones(phones))
+    else:
+        lines.append("  paired phones: none; run `codedeck-bridge pair` to pair one")
     sessions = _items(status.get("sessions"))
-    lines.append(f"  sessions ({len(sessions)}):")
+    lines.append(
+        f"  sessions ({len(sessions)}):"
+        if sessions
+        else "  sessions: none; start one from the CodeDeck app"
+    )
     for session in sessions:
         line = f"    {safe_text(session.get('sessionId'))}  {safe_text(session.get('state'))}"
         if session.get("title"):

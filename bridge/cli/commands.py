@@ -3,11 +3,11 @@
 ``status`` also works without a daemon: it says so, and counts the session hosts still running
 under the home (they outlive the daemon; the next start adopts them).
 
-They live beside the control client rather than in ``bridge/cli.py`` so that the command line's
-skeleton stays small; ``bridge.cli`` registers them with `add_control_commands` and dispatches
+They live beside the control client rather than in ``bridge/cli/main.py`` so that the command line's
+skeleton stays small; ``bridge.cli.main`` registers them with `add_control_commands` and dispatches
 with `run_control_command`.
 
-Conventions (as ``bridge/cli.py``): results on stdout, errors as one ``codedeck-bridge: …`` line
+Conventions (as ``bridge/cli/main.py``): results on stdout, errors as one ``codedeck-bridge: …`` line
 on stderr that says what to do, exit status 0 ok, 1 failure, 2 usage; 130 when the user stops a
 ``pair`` wait with Ctrl-C (the shell's convention for SIGINT). ``--json`` prints one JSON
 document on stdout, also for the "not running" case of ``status``, so scripts never parse text.
@@ -30,6 +30,14 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any, Final, TextIO
 
+from bridge.cli.pair_advice import is_local_only, unreachable_relays_advice
+from bridge.cli.render import (
+    format_duration,
+    render_phones,
+    render_qr,
+    render_status,
+    safe_text,
+)
 from bridge.config import default_home
 from bridge.control.client import (
     ControlClient,
@@ -39,14 +47,6 @@ from bridge.control.client import (
 )
 from bridge.control.hosts import running_hosts
 from bridge.control.methods import DEFAULT_PAIR_WINDOW, MAX_WAIT, METHODS, parse_timestamp
-from bridge.control.pair_advice import is_local_only, unreachable_relays_advice
-from bridge.control.render import (
-    format_duration,
-    render_phones,
-    render_qr,
-    render_status,
-    safe_text,
-)
 from bridge.control.rpc import RpcError
 from bridge.nostr.keys import NostrKeyError, hex_to_npub, parse_pubkey
 from bridge.tasks import race
@@ -330,7 +330,7 @@ async def _pair_window(
 async def _warn_if_unreachable(client: ControlClient, relays: Any) -> None:
     """On stderr, when no phone can reach any relay of the link: why, and the fix.
 
-    See :mod:`bridge.control.pair_advice`. The daemon is asked whether the relay is its
+    See :mod:`bridge.cli.pair_advice`. The daemon is asked whether the relay is its
     embedded one only then, as is the kernel for the LAN address.
     """
     if not isinstance(relays, list) or not all(isinstance(r, str) for r in relays):
