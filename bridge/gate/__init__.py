@@ -99,7 +99,7 @@ Floors (at least ``ask``):
   a command name only known at run time (``$CMD args``, ``git $SUB``, ``xargs -I{} {}``), a
   sourced file only known at run time, a wrapper whose options cannot be read, a sed script the
   parser cannot follow, a long option of rm/chmod/chown/chgrp/git push that matches none of the
-  program's (:mod:`.long_options`), or a Bash input without a string command.
+  program's (:mod:`.commands.long_options`), or a Bash input without a string command.
 * ``inline_code`` — ``python -c``, ``node -e``/``-p``, ``perl -e``, ``ruby -e``, ``php -r``,
   ``lua -e``, ``osascript -e``, ``Rscript -e``, ``bash``/``sh``/``zsh``… ``-c``, ``su -c``,
   ``eval``, an interpreter fed its program through a pipe, heredoc or here-string
@@ -111,13 +111,13 @@ Floors (at least ``ask``):
   --eval``, ``ssh`` with a remote command or ``-o ProxyCommand``/``LocalCommand``/``-F``,
   ``at``/``batch``/``crontab``, ``systemd-run --on-*``, ``tmux send-keys``/``run-shell``,
   ``screen -X``, ``parallel`` filled from its input, settings that run code later
-  (:mod:`.hooks`): ``alias``, ``trap``, ``GIT_SSH_COMMAND=…``/``PAGER=…`` with more than a
+  (:mod:`.commands.hooks`): ``alias``, ``trap``, ``GIT_SSH_COMMAND=…``/``PAGER=…`` with more than a
   program name, ``LD_PRELOAD``/``LD_AUDIT``/``LD_LIBRARY_PATH``/``GCONV_PATH``/``BASH_ENV``/
   ``ENV``/``SHELLOPTS``/``BASHOPTS``/``NODE_OPTIONS``…, ``BASH_FUNC_*``, ``PS0``–``PS4`` holding
   an expansion, ``enable -f``, ``hash -p``, ``git -c core.pager=…``, ``git --exec-path=``,
   ``git config`` of any key that holds a command (pager, editor, sshCommand, fsmonitor,
   hooksPath, ``alias.*``, filter and diff drivers, credential helpers, ``remote.*.mirror``, …);
-  and text bash evaluates as code (:mod:`.deferred`) unless every value in it is a literal or an
+  and text bash evaluates as code (:mod:`.commands.deferred`) unless every value in it is a literal or an
   integer this line assigned: ``(( x ))``, ``$(( x ))``, ``let``, ``[[ x -eq 1 ]]``, subscripts
   (``a[i]=1``, ``${a[i]}``, ``printf -v``/``read``/``unset``/``declare`` of ``a[…]``),
   ``declare -i``/``-n``, ``${x@P}``, ``${!x}``, substring offsets. Literal code inside any of
@@ -135,15 +135,15 @@ filter-branch --*-filter``, ``--upload-pack``/``--receive-pack``, ``git difftool
 ``r``/``R`` files read targets; ``tar -x -C dir`` writes there. GNU long options are resolved the
 way the programs resolve them: a unique prefix is the option (``rm --recu``, ``chmod --rec``,
 ``git push --dele``), and an ambiguous one stands for every option it could be, so a prefix of a
-dangerous option is always that option (:mod:`.long_options`).
+dangerous option is always that option (:mod:`.commands.long_options`).
 
 ``loop_detected`` (at least ``ask``): the same exact call three times in a row; see
 :mod:`.history`.
 
-Shell lines are parsed by our own bash lexer and parser (``shell_lexer``, ``shell_parser``), not
+Shell lines are parsed by our own bash lexer and parser (:mod:`.shell`), not
 ``shlex``: every simple command of the line is checked — lists, pipelines, subshells, groups,
 if/while/for/case bodies, function bodies, substitutions, ``sh -c`` and ``eval`` strings — after
-looking through wrappers (:mod:`.wrappers`: sudo, env, command, builtin, exec, nice, time,
+looking through wrappers (:mod:`.commands.wrappers`: sudo, env, command, builtin, exec, nice, time,
 timeout, xargs, nohup, setsid, stdbuf, ionice, watch, flock, taskset, chrt, strace, ltrace,
 script, unshare, nsenter, chroot, setpriv, capsh, numactl, cgexec, firejail, proot, faketime,
 catchsegv, valgrind, caffeinate, systemd-inhibit, systemd-run, xvfb-run, dbus-run-session,
@@ -163,6 +163,12 @@ cmd`` runs elsewhere and is only flagged; ``npx``/``uvx``-style runners that fet
 and run it are ordinary commands; a long option of a program outside the tables, or one the
 tables do not list, is read as written; arithmetic on a variable set outside the line is code,
 even when it holds a number.
+
+The package: the verdict at the top (``decide``, ``pre_tool``, ``labels``, ``context``, ``paths``,
+``history``, ``line_memory``, ``editor_calls``); :mod:`.shell` reads a shell line (lexer, parser,
+words, the check over every command); :mod:`.commands` models what each program does. It is its
+own package because the engine, the agent drivers, the runtime's hook and the editor all consult
+it, and it imports nothing of the project.
 """
 
 from bridge.gate.decide import (

@@ -8,7 +8,7 @@ for a download and ``inline_code`` for any other file the line wrote (its conten
 card shows only as the command that wrote it). A download unpacked by an archiver (``curl … |
 tar x``, ``unzip x.zip`` of a downloaded file) makes every later local program of the line
 ``inline_code``: which files it wrote cannot be told. It also keeps the variables the line gave an
-integer value, for the arithmetic checks of :mod:`.deferred`.
+integer value, for the arithmetic checks of :mod:`bridge.gate.commands.deferred`.
 
 This is a protocol on top of the rules' ``CommandEnv``: the shell checker implements it; a rule
 asks for it with :func:`memory_of` and does nothing when the environment has none.
@@ -59,7 +59,7 @@ class LineMemory(Protocol):
 
     @property
     def integers(self) -> set[str]:
-        """Variables this line gave an integer value so far (see :mod:`.deferred`)."""
+        """Variables this line gave an integer value so far (see :mod:`bridge.gate.commands.deferred`)."""
         ...
 
 

@@ -1,16 +1,7 @@
 """The engine loop: one task feeds the engine one input at a time and performs its effects in
 order, before it takes the next input.
 
-The data path of one phone ``input``, end to end, in four runtime files:
-
-1. here: the relay pool hands the verified event to :meth:`EngineLoop.feed`; the loop calls
-   ``Engine.handle`` and performs the effects in list order (:class:`EffectRunner`);
-2. :mod:`bridge.runtime.commit`: the ``Commit`` — the processed mark, the cursor, the user's
-   transcript line, the inbox row and the ``input-ack`` in the outbox — is one transaction;
-3. :mod:`bridge.runtime.outbound`: once durable, the ack and the live line are sealed (NIP-44,
-   signed) and sent to every relay;
-4. :mod:`bridge.runtime.hosts.runners`: ``SendToRunner`` hands the inbox row to the session's agent,
-   marked ``sent`` in the store before the agent gets it.
+This is step 2 of the data path of one phone ``input`` (the steps: :mod:`bridge.runtime`).
 
 The queue is unbounded on purpose: every input is agent output to store, a command the pool has
 already marked as seen (a dropped one would not come back before a restart), or an errand's

@@ -18,7 +18,7 @@ code the gate cannot read (an editor's ``-c`` command, a make ``--eval``, a debu
 * dbus-send, gdbus, busctl: a power method is ``shutdown``; any system-bus call is
   ``privileged``;
 * tar ``-x``, unzip, 7z, unrar of a download of this line: the files it unpacks cannot be named,
-  so a local program the line runs afterwards is ``inline_code`` (:mod:`.line_memory`);
+  so a local program the line runs afterwards is ``inline_code`` (:mod:`bridge.gate.line_memory`);
 * npm, pnpm, yarn: ``config set`` of a key that names a program (``script-shell``, ``editor``,
   ``git``, …) runs it later;
 * nc/ncat ``-e``/``-c``, socat ``EXEC:``/``SYSTEM:``: a program wired to a socket;

@@ -219,7 +219,7 @@ class ShellChecker:
         return self._stdin_program(facts, stdin)
 
     def _evaluated(self, command: Compound) -> None:
-        """``(( … ))``, ``for (( … ))``, ``[[ x -eq y ]]``: arithmetic on values (:mod:`.deferred`)."""
+        """``(( … ))``, ``for (( … ))``, ``[[ x -eq y ]]``: arithmetic on values (:mod:`bridge.gate.commands.deferred`)."""
         text = command.text
         if command.kind == "arith" or (command.kind == "for" and text.startswith("((")):
             if arithmetic_is_code(text.removeprefix("(("), self._integers):

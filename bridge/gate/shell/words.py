@@ -221,7 +221,7 @@ def split_args(
         short_values: short options that take a value (``"o"`` for ``-o x`` / ``-ox``).
         long_values: long options that take a separate value (``"--output"``).
         first_positional_ends: POSIX mode — everything after the first positional is one.
-        known_long: the program's long options (:data:`.long_options.LONG_OPTIONS`): an
+        known_long: the program's long options (:data:`bridge.gate.commands.long_options.LONG_OPTIONS`): an
             abbreviation is resolved against it, and stands for every option it could be.
     """
     options: list[Option] = []
