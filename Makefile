@@ -2,7 +2,11 @@
 PYTHON ?= $(shell command -v python3.11 || command -v python3)
 VENV   := .venv
 BIN    := $(VENV)/bin
-STAMP  := $(VENV)/.installed
+# Two installs, each remembered by a stamp that pyproject.toml outdates: running the bridge needs
+# only its own dependencies; the checks add the `test` extra (pytest, ruff, mypy, the tests' relay…).
+# The test install includes the run one, so it refreshes both stamps.
+RUN_STAMP  := $(VENV)/.installed-run
+TEST_STAMP := $(VENV)/.installed-test
 
 .PHONY: run test unit lint typecheck pytest bench clean
 
@@ -10,33 +14,37 @@ $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
 
-$(STAMP): pyproject.toml | $(BIN)/python
+$(RUN_STAMP): pyproject.toml | $(BIN)/python
+	$(BIN)/python -m pip install --quiet -e .
+	touch $(RUN_STAMP)
+
+$(TEST_STAMP): pyproject.toml | $(BIN)/python
 	$(BIN)/python -m pip install --quiet -e '.[test]'
-	touch $(STAMP)
+	touch $(TEST_STAMP) $(RUN_STAMP)
 
 ## Run the bridge in the foreground on its embedded defaults (Ctrl-C stops it).
-run: $(STAMP)
+run: $(RUN_STAMP)
 	$(BIN)/codedeck-bridge run $(ARGS)
 
 ## The whole test suite: lint, type check, then every test tier.
 test: lint typecheck pytest
 
 ## The pure and in-process tiers only (no relay, no daemon process, no CLI): under a minute.
-unit: $(STAMP)
+unit: $(TEST_STAMP)
 	$(BIN)/pytest -q -m "not integration and not e2e" $(PYTEST_ARGS)
 
-lint: $(STAMP)
+lint: $(TEST_STAMP)
 	$(BIN)/ruff check bridge relaypolicy store tests
 	$(BIN)/ruff format --check bridge relaypolicy store tests
 
-typecheck: $(STAMP)
+typecheck: $(TEST_STAMP)
 	$(BIN)/mypy
 
-pytest: $(STAMP)
+pytest: $(TEST_STAMP)
 	$(BIN)/pytest -q $(PYTEST_ARGS)
 
 ## Benchmarks, side by side with their baselines; writes docs/BENCHMARKS.md.
-bench: $(STAMP)
+bench: $(TEST_STAMP)
 	$(BIN)/python -m tests.bench
 
 clean:
@@ -47,12 +55,12 @@ clean:
 CHAOS_SEED  ?= 1
 CHAOS_KILLS ?= 120
 .PHONY: chaos chaos-cli
-chaos: $(STAMP)
+chaos: $(TEST_STAMP)
 	$(BIN)/python -m tests.chaos --commands 10000; scripted=$$?; \
 	$(BIN)/python -m tests.chaos.cli --kills $(CHAOS_KILLS) --seed $(CHAOS_SEED); cli=$$?; \
 	exit $$(( scripted || cli ))
 
 ## The real-CLI chaos run alone: kill -9 of the daemon, session hosts and Claude Code at every
 ## kill point, 120 kills (CHAOS_KILLS=, CHAOS_SEED=, CHAOS_ARGS="--only host-kill" to narrow it).
-chaos-cli: $(STAMP)
+chaos-cli: $(TEST_STAMP)
 	$(BIN)/python -m tests.chaos.cli --kills $(CHAOS_KILLS) --seed $(CHAOS_SEED) $(CHAOS_ARGS)
