@@ -54,7 +54,7 @@ from bridge.gate.shell.parser import (
     parse,
     parse_shell,
 )
-from tests.engine.test_gate import _LINES, CASES, EDGE_CASES, HOME
+from tests.gate.test_gate import _LINES, CASES, EDGE_CASES, HOME
 
 PARSER = Parser(Language(tree_sitter_bash.language()))
 _BACKQUOTE_ESCAPE = re.compile(r"\\([$`\\])")

@@ -24,7 +24,7 @@ from bridge.gate import (
     evaluate,
     pre_tool_verdict,
 )
-from tests.engine.test_gate import _JSON, _SHELLISH, CASES, CWD, HOME, ROOTS, SECRETS
+from tests.gate.test_gate import _JSON, _SHELLISH, CASES, CWD, HOME, ROOTS, SECRETS
 
 NO_OPINION = PreToolVerdict(HookDecision.NO_OPINION)
 ASKED = "Needs approval on the phone."  # the mode asks: no reason label

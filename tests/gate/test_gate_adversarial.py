@@ -24,7 +24,7 @@ from bridge.gate.commands.deferred import arithmetic_is_code, parameter_is_code
 from bridge.gate.commands.long_options import LONG_OPTIONS, resolve_long
 from bridge.gate.commands.sed_script import SedAction, SedSyntaxError, parse_sed
 from bridge.sandbox import hidden_paths
-from tests.engine.gate_adversarial_corpus import ADVERSARIAL, BENIGN
+from tests.gate.gate_adversarial_corpus import ADVERSARIAL, BENIGN
 
 CONTEXT = GateContext(mode="default", cwd="/home/u/proj", roots=("/home/u/proj",), home="/home/u")
 DEFAULTS = GateContext(
