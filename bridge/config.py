@@ -260,10 +260,14 @@ def _whole_number(*, minimum: int, of_what: str) -> Callable[[Any, str], int]:
     """A parser of integers (as numbers or strings, never booleans) of at least ``minimum``."""
 
     def parse(value: Any, where: str) -> int:
-        try:
-            number = None if isinstance(value, bool) else int(value)
-        except (TypeError, ValueError):
-            number = None
+        number: int | None
+        if isinstance(value, bool) or (isinstance(value, float) and not value.is_integer()):
+            number = None  # a flag, or 4.9 (never cut down to 4), inf or nan
+        else:
+            try:
+                number = int(value)
+            except (TypeError, ValueError, OverflowError):
+                number = None
         if number is None or number < minimum:
             raise ConfigError(f"{where}: expected a whole number {of_what}")
         return number
