@@ -11,6 +11,10 @@ must be readable by its owner only. The rules, chosen once here:
 - A home owned by another user is **refused** (`InsecureHome`): we could not trust what is in it,
   and tightening it would take it away from its owner. The same applies to a path that is not a
   directory. A symlink to a directory is followed (people keep state on other disks).
+- A home the daemon cannot write to is refused too, naming the cause, because the two causes
+  have different fixes: a read-only file system (a ``ro`` mount or bind mount: chmod cannot help,
+  only another --home or a remount can) and a directory without write permission for us (chmod
+  can). `read_only_reason` tells them apart; the CLI and the doctor use the same words.
 - Files that may hold secrets are created with `os.open(..., 0o600)` *before* anything else
   writes to them, then `fchmod`-ed to exactly 0600 (a umask like 0277 would otherwise leave them
   unwritable). Existing files with looser bits are tightened with a WARNING, like the home.
@@ -20,6 +24,7 @@ The caller decides where the home is (flag, environment, config); only the defau
 
 from __future__ import annotations
 
+import errno
 import logging
 import os
 import stat
@@ -32,10 +37,15 @@ __all__ = [
     "DEFAULT_HOME",
     "FILE_MODE",
     "HOME_MODE",
+    "blocking_file",
     "create_private_file",
     "ensure_home",
+    "not_a_directory_message",
+    "read_only_reason",
     "resolve_home",
     "tighten_file_mode",
+    "unwritable_fix",
+    "unwritable_message",
 ]
 
 logger = logging.getLogger(__name__)
@@ -67,6 +77,80 @@ def resolve_home(home: str | os.PathLike[str] | None = None) -> Path:
     return expanded.absolute()
 
 
+def blocking_file(path: Path) -> Path | None:
+    """The first of `path` and its parents (from ``/`` down) that exists but is not a directory.
+
+    A home that is a file, or lies below one (``--home notes.txt/bridge``), fails with ENOTDIR
+    deep inside whatever opens it first; naming the file is what lets the user fix it. Symlinks
+    are followed, as they are for the home. None when there is no such file (the path, or a
+    part of it, may still be missing).
+    """
+    for candidate in (*reversed(path.parents), path):
+        try:
+            info = candidate.stat()
+        except OSError:
+            return None
+        if not stat.S_ISDIR(info.st_mode):
+            return candidate
+    return None
+
+
+def not_a_directory_message(home: Path, blocker: Path) -> str:
+    """What to say when `blocker` (the home, or one of its parents) is not a directory."""
+    kind = "a file" if blocker.is_file() else "not a regular file"
+    fix = "pass --home with a directory (or move the file away)"
+    if blocker == home:
+        return f"the bridge home {home} is {kind}, not a directory: {fix}"
+    return f"{blocker} is {kind}, not a directory, so it cannot hold the bridge home {home}: {fix}"
+
+
+def read_only_reason(directory: Path) -> str | None:
+    """Why no file can be created in `directory`, or None when one can (or it does not exist).
+
+    ``"is on a read-only file system"`` (a ``ro`` mount; no chmod can change that) or ``"is not
+    writable by you (mode 0500)"`` (a chmod can). Checked with the effective ids, as the opens
+    that would fail are; a superuser passes the permission test, as the kernel lets them write.
+    """
+    try:
+        if os.statvfs(directory).f_flag & os.ST_RDONLY:
+            return "is on a read-only file system"
+        info = directory.stat()
+    except OSError:
+        return None
+    effective = os.access in os.supports_effective_ids
+    if os.access(directory, os.W_OK | os.X_OK, effective_ids=effective):
+        return None
+    return f"is not writable by you (mode {stat.S_IMODE(info.st_mode):04o})"
+
+
+def unwritable_fix(directory: Path, reason: str) -> str:
+    """What to do about `read_only_reason`'s finding: a fix that can work for that cause."""
+    if "read-only" in reason:
+        return (
+            "pass --home with a directory on a writable file system, or remount that file "
+            "system read-write"
+        )
+    try:
+        ours = directory.stat().st_uid == os.geteuid()
+    except OSError:
+        ours = False
+    if ours:
+        return f"run `chmod u+w {directory}`, or pass --home with a writable directory"
+    return "pass --home with a directory of yours"
+
+
+def unwritable_message(directory: Path, reason: str, *, what: str = "the bridge home") -> str:
+    """`read_only_reason`'s finding about `directory` as one message, with its fix."""
+    return f"{what} {directory} {reason}: {unwritable_fix(directory, reason)}"
+
+
+def _nearest_existing(path: Path) -> Path:
+    for candidate in (path, *path.parents):
+        if candidate.exists():
+            return candidate
+    return Path(path.anchor or "/")
+
+
 def ensure_home(home: str | os.PathLike[str] | None = None) -> Path:
     """Create the home directory, or check and tighten an existing one (see the module rules).
 
@@ -77,8 +161,8 @@ def ensure_home(home: str | os.PathLike[str] | None = None) -> Path:
         The absolute home path.
 
     Raises:
-        InsecureHome: the path is not a directory, belongs to another user, or cannot be made
-            private.
+        InsecureHome: the path is not a directory, belongs to another user, cannot be made
+            private, or cannot be written (a read-only file system, no write permission).
     """
     path = resolve_home(home)
     try:
@@ -86,6 +170,17 @@ def ensure_home(home: str | os.PathLike[str] | None = None) -> Path:
     except FileExistsError:
         pass
     except OSError as exc:
+        blocker = blocking_file(path)
+        if blocker is not None:
+            raise InsecureHome(not_a_directory_message(path, blocker), path=path) from exc
+        parent = _nearest_existing(path.parent)
+        reason = read_only_reason(parent)
+        if reason is not None:
+            raise InsecureHome(
+                f"cannot create the bridge home {path}: "
+                + unwritable_message(parent, reason, what="its folder"),
+                path=path,
+            ) from exc
         raise InsecureHome(
             f"cannot create the bridge home {path}: {exc.strerror}. "
             "Create it yourself (mkdir -m 700) or pass another --home",
@@ -102,10 +197,7 @@ def ensure_home(home: str | os.PathLike[str] | None = None) -> Path:
             f"cannot inspect the bridge home {path}: {exc.strerror}", path=path
         ) from exc
     if not stat.S_ISDIR(info.st_mode):
-        raise InsecureHome(
-            f"the bridge home {path} exists but is not a directory: move it away or pass --home",
-            path=path,
-        )
+        raise InsecureHome(not_a_directory_message(path, path), path=path)
     _check_owner(
         path,
         info,
@@ -114,6 +206,9 @@ def ensure_home(home: str | os.PathLike[str] | None = None) -> Path:
         error=InsecureHome,
     )
     _tighten(path, info, HOME_MODE, what="bridge home", error=InsecureHome)
+    reason = read_only_reason(path)
+    if reason is not None:
+        raise InsecureHome(unwritable_message(path, reason), path=path)
     return path
 
 
@@ -219,6 +314,11 @@ def _tighten(
     try:
         os.chmod(path, mode)
     except OSError as exc:
+        if exc.errno == errno.EROFS:
+            raise error(
+                unwritable_message(path, "is on a read-only file system", what=f"the {what}"),
+                path=path,
+            ) from exc
         raise error(
             f"the {what} {path} is accessible to other users (mode {current:04o}) and could not "
             f"be tightened to {mode:04o}: {exc.strerror}. Run `chmod {mode:o} {path}`",

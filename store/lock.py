@@ -32,7 +32,7 @@ from types import TracebackType
 from typing import Final
 
 from store.errors import AlreadyRunning, StoreError
-from store.home import FILE_MODE, ensure_home, resolve_home
+from store.home import FILE_MODE, ensure_home, read_only_reason, resolve_home, unwritable_message
 
 __all__ = ["LOCK_FILENAME", "BridgeLock", "LockHolder", "acquire_lock", "read_lock_holder"]
 
@@ -124,7 +124,17 @@ def acquire_lock(home: str | os.PathLike[str]) -> BridgeLock:
     try:
         fd = os.open(path, flags, FILE_MODE)
     except OSError as exc:
-        raise StoreError(f"cannot open the lock file {path}: {exc.strerror}", path=path) from exc
+        reason = read_only_reason(home_path)
+        if reason is not None:
+            message = f"cannot create the lock file {path}: " + unwritable_message(
+                home_path, reason
+            )
+            raise StoreError(message, path=path) from exc
+        raise StoreError(
+            f"cannot open the lock file {path}: {exc.strerror}. It must be a file of yours "
+            f"(see `ls -l {path}`); move it away and the bridge makes a new one",
+            path=path,
+        ) from exc
     try:
         for attempt in range(_ATTEMPTS):
             try:

@@ -13,7 +13,9 @@ through `store.sqlite.open_sqlite`, which does all of those; it opens the file w
 
 Reading while the daemon runs is safe: the database is in WAL mode, so a reader sees the last
 committed state and never blocks the writer. (SQLite may create the ``-wal``/``-shm`` files of a
-WAL database for a reader when they are missing; it gives them the database file's mode.)
+WAL database for a reader when they are missing; it gives them the database file's mode.) A home
+on a read-only file system (a backup, a ``ro`` mount) is read too: there SQLite cannot create
+those files, and the file is opened ``immutable`` instead (`_frozen` says when that is safe).
 
 The schema version is reported as found (`ReadOnlyDatabase.schema_version`); callers check for
 the table they need with `has_table`, so an older file simply has "nothing of that kind yet".
@@ -30,7 +32,7 @@ from urllib.parse import quote
 
 from store.db import BRIDGE_DB_FILENAME
 from store.errors import CorruptDatabase, DatabaseUnreadable, StoreError
-from store.home import resolve_home
+from store.home import read_only_reason, resolve_home
 from store.migrations import current_version
 from store.sqlite import BUSY_TIMEOUT_MS, SQLITE_HEADER, translate_error
 
@@ -161,21 +163,59 @@ def open_readonly(home: str | os.PathLike[str] | None) -> ReadOnlyDatabase:
     """
     path = resolve_home(home) / BRIDGE_DB_FILENAME
     _check_header(path)
-    uri = f"file:{quote(str(path))}?mode=ro"
     try:
-        conn = sqlite3.connect(uri, uri=True, timeout=BUSY_TIMEOUT_MS / 1000, isolation_level=None)
+        conn, version = _open_checked(path, immutable=False)
     except sqlite3.Error as exc:
-        raise translate_error(exc, path, loss_note=_LOSS_NOTE) from exc
+        if not _frozen(exc, path):
+            raise translate_error(exc, path, loss_note=_LOSS_NOTE) from exc
+        try:
+            conn, version = _open_checked(path, immutable=True)
+        except sqlite3.Error as again:
+            raise translate_error(again, path, loss_note=_LOSS_NOTE) from again
+    return ReadOnlyDatabase(conn, path, version)
+
+
+def _frozen(exc: sqlite3.Error, path: Path) -> bool:
+    """True when `path` cannot change and SQLite failed only for want of its ``-shm`` file.
+
+    A WAL database needs ``-wal``/``-shm`` beside it even to be read, and SQLite cannot create
+    them in a folder it may not write (a read-only mount, a folder without write permission).
+    No daemon can write there either, so the file is as it will stay, and reading it as
+    ``immutable`` (no locks, no shared memory) gives the same rows. Not when a ``-wal`` with
+    content exists: it may hold committed rows that only a normal open would see.
+    """
+    code = getattr(exc, "sqlite_errorcode", None)
+    if not isinstance(code, int) or code & 0xFF not in (
+        sqlite3.SQLITE_CANTOPEN,
+        sqlite3.SQLITE_READONLY,
+    ):
+        return False
+    if read_only_reason(path.parent) is None:
+        return False
+    try:
+        return path.with_name(path.name + "-wal").stat().st_size == 0
+    except FileNotFoundError:
+        return True
+    except OSError:
+        return False
+
+
+def _open_checked(path: Path, *, immutable: bool) -> tuple[sqlite3.Connection, int]:
+    """A ``mode=ro`` connection that passed ``quick_check``, and the file's schema version.
+
+    Raises:
+        sqlite3.Error: SQLite failed (the caller translates it).
+        CorruptDatabase: the integrity check failed.
+    """
+    uri = f"file:{quote(str(path))}?mode=ro" + ("&immutable=1" if immutable else "")
+    conn = sqlite3.connect(uri, uri=True, timeout=BUSY_TIMEOUT_MS / 1000, isolation_level=None)
     try:
         rows = conn.execute("PRAGMA quick_check").fetchall()
         if rows != [("ok",)]:
             detail = "; ".join(str(row[0]) for row in rows[:3])
             raise _corrupt(path, f"database disk image is malformed: {detail}")
         version = current_version(conn)
-    except sqlite3.Error as exc:
-        conn.close()
-        raise translate_error(exc, path, loss_note=_LOSS_NOTE) from exc
     except BaseException:
         conn.close()
         raise
-    return ReadOnlyDatabase(conn, path, version)
+    return conn, version

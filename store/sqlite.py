@@ -39,7 +39,12 @@ from store.errors import (
     DatabaseUnreadable,
     StoreError,
 )
-from store.home import create_private_file, tighten_file_mode
+from store.home import (
+    create_private_file,
+    read_only_reason,
+    tighten_file_mode,
+    unwritable_message,
+)
 from store.migrations import Migration, migrate
 
 __all__ = [
@@ -157,6 +162,16 @@ def translate_error(
             "or an sqlite3 shell, writing to it? Close it and try again",
             path=path,
         )
+    if primary in (sqlite3.SQLITE_READONLY, sqlite3.SQLITE_CANTOPEN):
+        # SQLite creates -wal/-shm beside the file: a folder it cannot write fails here even
+        # for a file we may read; say which cause it is (a remount is no chmod).
+        reason = read_only_reason(path.parent)
+        if reason is not None:
+            return DatabaseUnreadable(
+                f"cannot open {path} ({exc}): "
+                + unwritable_message(path.parent, reason, what="its folder"),
+                path=path,
+            )
     if primary == sqlite3.SQLITE_READONLY:
         return DatabaseUnreadable(
             f"{path} cannot be written ({exc}): it and its folder must belong to the user "

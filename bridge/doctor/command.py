@@ -27,8 +27,8 @@ from urllib.parse import urlsplit
 
 from bridge.config import ConfigError, Settings, default_home, load_settings
 from bridge.control.client import ControlClient, ControlError, DaemonNotRunning
-from bridge.control.terminal_text import safe_text
 from bridge.control.server import control_socket_path
+from bridge.control.terminal_text import safe_text
 from bridge.doctor.agents import check_agents
 from bridge.doctor.claude import check_claude
 from bridge.doctor.local import (

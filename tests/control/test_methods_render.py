@@ -8,7 +8,6 @@ from datetime import datetime
 
 import pytest
 
-from bridge.control.methods import iso_timestamp, parse_timestamp
 from bridge.cli.render import (
     format_duration,
     format_moment,
@@ -17,6 +16,7 @@ from bridge.cli.render import (
     render_status,
     safe_text,
 )
+from bridge.control.methods import iso_timestamp, parse_timestamp
 
 
 def test_iso_timestamps_round_trip() -> None:

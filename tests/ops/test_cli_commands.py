@@ -216,10 +216,27 @@ def test_keys_show_refuses_a_corrupt_database_politely(home: Path, cli: Cli) -> 
 
 
 def test_keys_show_without_an_identity(tmp_path: Path, cli: Cli) -> None:
+    (tmp_path / "new").mkdir()
     result = cli("keys", "show", "--home", str(tmp_path / "new"))
     assert result.code == 1
     assert "has no identity yet; start it once (`codedeck-bridge run`)" in result.stderr
-    assert not (tmp_path / "new").exists()
+    assert list((tmp_path / "new").iterdir()) == []
+
+
+def test_keys_show_of_a_home_that_does_not_exist(tmp_path: Path, cli: Cli) -> None:
+    missing = tmp_path / "new"
+    result = cli("keys", "show", "--home", str(missing))
+    assert result.code == 2 and result.stdout == ""
+    assert result.stderr == (
+        f"codedeck-bridge: the bridge home {missing} (given with --home) does not exist: pass "
+        "--home with the home the bridge runs with, or start the bridge once with "
+        f"`codedeck-bridge run --home {missing}` to create it\n"
+    )
+    assert not missing.exists()
+    # A key file needs no home: it is read all the same.
+    nsec_file = key_file(tmp_path)
+    with_key = cli("keys", "show", "--home", str(missing), CODEDECK_KEY_FILE=str(nsec_file))
+    assert with_key.code == 0 and f"npub:   {KEY.npub}" in with_key.stdout
 
 
 # --- decisions ----------------------------------------------------------------------------------
@@ -281,6 +298,7 @@ async def test_decisions_of_an_older_database_and_of_no_database(
     assert older.code == 0 and older.stdout == "No permission decision recorded.\n"
     with open_readonly(home) as db:
         assert db.schema_version == 2 and read_decisions(db) == []
+    (tmp_path / "x").mkdir()
     none = await asyncio.to_thread(cli, "decisions", "--home", str(tmp_path / "x"), "--json")
     assert none.code == 0 and json.loads(none.stdout) == []
     with pytest.raises(NoDatabase, match="start it once"):
@@ -391,11 +409,13 @@ def test_usage_errors_exit_2_without_traceback(args: list[str], message: str, cl
 def test_a_home_that_is_a_file_is_a_one_line_error(tmp_path: Path, cli: Cli) -> None:
     file_home = tmp_path / "file"
     file_home.write_text("")
-    for args, code in ((["keys", "show"], 2), (["decisions"], 1), (["config", "show"], 2)):
+    for args in (["keys", "show"], ["decisions"], ["config", "show"]):
         result = cli(*args, "--home", str(file_home))
-        assert result.code == code, (args, result.stderr)
-        assert result.stderr.startswith("codedeck-bridge: ") and result.stderr.count("\n") == 1
-        assert "Traceback" not in result.stderr
+        assert result.code == 2, (args, result.stderr)
+        assert result.stderr == (
+            f"codedeck-bridge: the bridge home {file_home} is a file, not a directory: pass "
+            "--home with a directory (or move the file away)\n"
+        )
 
 
 def test_every_command_has_help(cli: Cli) -> None:
@@ -409,7 +429,7 @@ def test_every_command_has_help(cli: Cli) -> None:
 
 @pytest.mark.parametrize(
     ("args", "code"),
-    [(["keys", "show", "--bogus"], 2), (["decisions", "--home", "{file}"], 1)],
+    [(["keys", "show", "--bogus"], 2), (["decisions", "--home", "{file}"], 2)],
     ids=["usage", "home-is-a-file"],
 )
 def test_the_process_prints_no_traceback(tmp_path: Path, args: list[str], code: int) -> None:

@@ -16,8 +16,8 @@ from pathlib import Path
 
 import pytest
 
-from bridge.runtime.hosts.close import ClosedSessions
 from bridge.host.layout import host_paths
+from bridge.runtime.hosts.close import ClosedSessions
 from bridge.service import ServiceError, close_every_session
 from store import bridge_state
 from store.db import open_bridge_db
@@ -155,13 +155,14 @@ def test_a_home_without_a_database_only_stops_left_over_hosts(
 
 def test_a_home_that_does_not_exist(tmp_path: Path, cli: Cli) -> None:
     missing = tmp_path / "nowhere"
-    result = cli("sessions", "close", "--all", "--home", str(missing))
-    assert result.code == 0 and result.stdout.startswith("No session to close")
-    one = cli("sessions", "close", "s-1", "--home", str(missing))
-    assert one.code == 1
-    assert one.stderr == (
-        f"codedeck-bridge: there is no session s-1: {missing} does not exist (check --home)\n"
+    message = (
+        f"codedeck-bridge: the bridge home {missing} (given with --home) does not exist: pass "
+        "--home with the home the bridge runs with, or start the bridge once with "
+        f"`codedeck-bridge run --home {missing}` to create it\n"
     )
+    for target in ("--all", "s-1"):
+        result = cli("sessions", "close", target, "--home", str(missing))
+        assert (result.code, result.stdout, result.stderr) == (2, "", message)
     assert not missing.exists()
 
 
