@@ -2,14 +2,15 @@
 
 Subcommands::
 
-    plugin       --registry PATH [--config FILE]       strfry's writePolicy plugin (stdin/stdout)
-    register     PUBKEY|NPUB [--label L] --registry PATH
-    unregister   PUBKEY|NPUB --registry PATH
-    list         [--json] --registry PATH
-    serve-admin  --registry PATH --token-file F [--bind 127.0.0.1:8089]
+    plugin       [--registry PATH] [--config FILE]     strfry's writePolicy plugin (stdin/stdout)
+    register     PUBKEY|NPUB [--label L] [--registry PATH]
+    unregister   PUBKEY|NPUB [--registry PATH]
+    list         [--json] [--registry PATH]
+    serve-admin  [--registry PATH] --token-file FILE [--bind 127.0.0.1:8089]
 
-``--registry`` defaults to ``$CODEDECK_RELAY_REGISTRY`` when that is set (the container sets it, so
-``docker compose exec admin codedeck-relaypolicy list`` just works).
+Every subcommand needs the registry: ``--registry``, or else ``$CODEDECK_RELAY_REGISTRY`` (the
+container sets it, so ``docker compose exec admin codedeck-relaypolicy list`` just works). The
+variable is read when the command runs, and a command with neither says so in one line.
 
 Exit status: 0 success, 1 failure (a registry that cannot be opened, a bad token file, a config
 file that does not load), 2 usage error (bad arguments, an invalid pubkey). User errors are one
@@ -49,15 +50,31 @@ class _Failure(Exception):
 
 
 def _add_registry(parser: argparse.ArgumentParser) -> None:
-    default = os.environ.get(REGISTRY_ENV) or None
     parser.add_argument(
         "--registry",
         type=Path,
-        default=default,
-        required=default is None,
         metavar="PATH",
-        help=f"the registry database (SQLite; created if missing){' [$' + REGISTRY_ENV + ']' if default else ''}",
+        help=(
+            "the registry database (SQLite; created if missing); "
+            f"default: ${REGISTRY_ENV}, one of the two is needed{_env_now()}"
+        ),
     )
+
+
+def _env_now() -> str:
+    """What ``--help`` adds about the variable: its value here, so a wrong path shows at once."""
+    value = os.environ.get(REGISTRY_ENV, "")
+    return f" (it is set: {value})" if value else f" ({REGISTRY_ENV} is not set)"
+
+
+def _registry(given: Path | None) -> Path:
+    """``--registry``, else ``$CODEDECK_RELAY_REGISTRY`` (read now, not when the parser was built)."""
+    if given is not None:
+        return given
+    from_env = os.environ.get(REGISTRY_ENV, "")
+    if not from_env:
+        raise _UsageError(f"no registry: pass --registry PATH or set {REGISTRY_ENV}")
+    return Path(from_env)
 
 
 def _add_log_level(parser: argparse.ArgumentParser, default: str) -> None:
@@ -90,20 +107,41 @@ def build_parser() -> argparse.ArgumentParser:
     )
     _add_registry(plugin)
     plugin.add_argument(
-        "--config", type=Path, metavar="FILE", help="policy settings (TOML; see relaypolicy.config)"
+        "--config",
+        type=Path,
+        metavar="FILE",
+        help=(
+            "the policy's limits (TOML, as deploy/relay/relaypolicy.toml); "
+            "default: the built-in limits"
+        ),
     )
     _add_log_level(plugin, "warning")
 
-    register = commands.add_parser("register", help="allow a pubkey to write")
+    register = commands.add_parser(
+        "register",
+        help="allow a pubkey to write",
+        description="Add a pubkey (a bridge's or a phone's) to the registry: it may write at once.",
+    )
     register.add_argument("pubkey", metavar="PUBKEY|NPUB", help="64 hex characters or an npub")
     register.add_argument("--label", default="", help="a note for humans (e.g. 'laptop bridge')")
     _add_registry(register)
 
-    unregister = commands.add_parser("unregister", help="stop a pubkey from writing")
+    unregister = commands.add_parser(
+        "unregister",
+        help="stop a pubkey from writing",
+        description="Remove a pubkey from the registry: its next event is refused.",
+    )
     unregister.add_argument("pubkey", metavar="PUBKEY|NPUB", help="64 hex characters or an npub")
     _add_registry(unregister)
 
-    listing = commands.add_parser("list", help="show the registered pubkeys")
+    listing = commands.add_parser(
+        "list",
+        help="show the registered pubkeys",
+        description=(
+            "Print each registered pubkey with when it was registered, its label and any open "
+            "pairing window (without --json, the count follows on stderr)."
+        ),
+    )
     listing.add_argument("--json", action="store_true", help="one JSON object per line")
     _add_registry(listing)
 
@@ -117,9 +155,21 @@ def build_parser() -> argparse.ArgumentParser:
         ),
     )
     _add_registry(admin)
-    admin.add_argument("--token-file", type=Path, required=True, metavar="F")
     admin.add_argument(
-        "--bind", default="127.0.0.1:8089", metavar="HOST:PORT", help="default: 127.0.0.1:8089"
+        "--token-file",
+        type=Path,
+        required=True,
+        metavar="FILE",
+        help=(
+            "the file holding the bearer token every POST must carry (readable by its owner "
+            "only: chmod 600; make one with: openssl rand -hex 32)"
+        ),
+    )
+    admin.add_argument(
+        "--bind",
+        default="127.0.0.1:8089",
+        metavar="HOST:PORT",
+        help="the address the API listens on (default: 127.0.0.1:8089)",
     )
     _add_log_level(admin, "info")
     return parser
@@ -271,6 +321,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     try:
+        args.registry = _registry(args.registry)
         return _COMMANDS[args.command](args)
     except _UsageError as exc:
         print(f"{PROG}: error: {exc}", file=sys.stderr)

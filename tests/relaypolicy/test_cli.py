@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import argparse
 import json
 import os
 import signal
@@ -112,12 +113,78 @@ def test_unusable_registry_is_a_failure(tmp_path: Path, capsys: pytest.CaptureFi
 
 def test_missing_arguments_are_usage_errors(capsys: pytest.CaptureFixture[str]) -> None:
     with pytest.raises(SystemExit) as caught:
-        main(["register", PHONE.public_hex])
-    assert caught.value.code == 2
-    assert "--registry" in capsys.readouterr().err
-    with pytest.raises(SystemExit) as caught:
         main([])
     assert caught.value.code == 2
+    with pytest.raises(SystemExit) as caught:
+        main(["serve-admin", "--registry", "r.db"])
+    assert caught.value.code == 2
+    assert "--token-file" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [["register", PHONE.public_hex], ["unregister", PHONE.npub], ["list"], ["plugin"]],
+)
+def test_no_registry_anywhere_is_one_line_naming_both_ways(
+    argv: list[str], capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv(REGISTRY_ENV, raising=False)
+    status, out, err = run(argv, capsys)
+    assert status == 2
+    assert out == ""
+    assert err == (
+        f"codedeck-relaypolicy: error: no registry: pass --registry PATH or set {REGISTRY_ENV}\n"
+    )
+
+
+def test_the_environment_is_read_when_the_command_runs(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv(REGISTRY_ENV, raising=False)
+    parser = build_parser()
+    monkeypatch.setenv(REGISTRY_ENV, str(tmp_path / "late.db"))
+    monkeypatch.setattr("relaypolicy.cli.build_parser", lambda: parser)
+    status, out, _ = run(["register", BRIDGE.npub, "--label", "laptop"], capsys)
+    assert status == 0 and out.startswith("registered: ")
+    status, out, _ = run(["list"], capsys)
+    assert status == 0 and BRIDGE.public_hex in out and "laptop" in out
+
+
+def test_the_flag_wins_over_the_environment(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv(REGISTRY_ENV, str(tmp_path / "env.db"))
+    status, _, _ = run(["register", PHONE.npub, "--registry", str(tmp_path / "flag.db")], capsys)
+    assert status == 0
+    assert (tmp_path / "flag.db").exists() and not (tmp_path / "env.db").exists()
+
+
+def _subcommands() -> dict[str, argparse.ArgumentParser]:
+    parser = build_parser()
+    (choices,) = [a for a in parser._actions if isinstance(a, argparse._SubParsersAction)]
+    return dict(choices.choices)
+
+
+@pytest.mark.parametrize("command", ["plugin", "register", "unregister", "list", "serve-admin"])
+def test_every_option_has_help(command: str) -> None:
+    parser = _subcommands()[command]
+    missing = [
+        action.dest
+        for action in parser._actions
+        if not action.help or action.help == argparse.SUPPRESS
+    ]
+    assert missing == []
+    assert parser.description
+
+
+@pytest.mark.parametrize("command", ["plugin", "register", "unregister", "list", "serve-admin"])
+def test_help_offers_the_environment_as_the_registry_default(
+    command: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv(REGISTRY_ENV, raising=False)
+    text = " ".join(_subcommands()[command].format_help().split())
+    assert "[--registry PATH]" in text  # optional in the usage line
+    assert f"default: ${REGISTRY_ENV}" in text
 
 
 def test_plugin_with_a_broken_config_fails(
