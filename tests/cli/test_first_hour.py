@@ -2,7 +2,7 @@
 does not exist, and what ``status`` prints for a bridge with nothing yet.
 
 In-process (`tests.ops.support.invoke`) except where the command must run as a process; the
-read-only homes, which need a mount or dropped privileges, are in ``test_read_only_home``.
+read-only homes, which need a mount or dropped privileges, are in ``tests/integration/ops/test_read_only_home.py``.
 """
 
 from __future__ import annotations

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import errno
 import logging
 import os
 import stat
+import types
 from pathlib import Path
 
 import pytest
@@ -12,10 +14,13 @@ import pytest
 from store.errors import DatabaseUnreadable, InsecureHome
 from store.home import (
     DEFAULT_HOME,
+    blocking_file,
     create_private_file,
     ensure_home,
+    read_only_reason,
     resolve_home,
     tighten_file_mode,
+    unwritable_fix,
 )
 
 
@@ -178,3 +183,114 @@ def test_private_file_of_another_user_is_refused(
 
 def test_tighten_ignores_missing_files(tmp_path: Path) -> None:
     tighten_file_mode(tmp_path / "nope")  # no error: -wal/-shm come and go
+
+
+# --- homes the bridge cannot write ---------------------------------------------------------------
+
+READ_ONLY_FIX = (
+    "pass --home with a directory on a writable file system, or remount that file system read-write"
+)
+
+
+def mount_read_only(monkeypatch: pytest.MonkeyPatch, root: Path) -> None:
+    """`root` and below as on a ``ro`` mount: statvfs says so, and chmod fails with EROFS.
+
+    The real mount is in ``tests/integration/ops/test_read_only_home.py``; this fakes the two
+    kernel answers the store reads, to keep the unit tier in-process.
+    """
+    real_statvfs, real_chmod = os.statvfs, os.chmod
+
+    def inside(path: object) -> bool:
+        return isinstance(path, (str, os.PathLike)) and Path(path).is_relative_to(root)
+
+    def statvfs(path: str | os.PathLike[str]) -> object:
+        result = real_statvfs(path)
+        if not inside(path):
+            return result
+        return types.SimpleNamespace(f_flag=result.f_flag | os.ST_RDONLY)
+
+    def chmod(path: str | os.PathLike[str], mode: int, **kwargs: object) -> None:
+        if inside(path):
+            raise OSError(errno.EROFS, os.strerror(errno.EROFS), str(path))
+        real_chmod(path, mode, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(os, "statvfs", statvfs)
+    monkeypatch.setattr(os, "chmod", chmod)
+
+
+@pytest.mark.parametrize("mode", [0o700, 0o755], ids=oct)
+def test_a_home_on_a_read_only_file_system_is_refused_without_chmod_advice(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, mode: int
+) -> None:
+    home = tmp_path / "h"
+    home.mkdir(mode=mode)
+    home.chmod(mode)
+    mount_read_only(monkeypatch, home)
+    with pytest.raises(InsecureHome) as info:
+        ensure_home(home)
+    assert str(info.value) == (
+        f"the bridge home {home} is on a read-only file system: {READ_ONLY_FIX}"
+    )
+
+
+def test_a_home_that_cannot_be_created_on_a_read_only_file_system(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    mount_read_only(monkeypatch, tmp_path)
+    real_mkdir = Path.mkdir
+
+    def mkdir(self: Path, *args: object, **kwargs: object) -> None:
+        if self.is_relative_to(tmp_path):
+            raise OSError(errno.EROFS, os.strerror(errno.EROFS), str(self))
+        real_mkdir(self, *args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(Path, "mkdir", mkdir)
+    with pytest.raises(InsecureHome) as info:
+        ensure_home(tmp_path / "h")
+    assert str(info.value) == (
+        f"cannot create the bridge home {tmp_path}/h: its folder {tmp_path} is on a read-only "
+        f"file system: {READ_ONLY_FIX}"
+    )
+
+
+def test_a_home_without_write_permission_is_refused_with_chmod(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    home = tmp_path / "h"
+    home.mkdir(mode=0o500)
+    home.chmod(0o500)
+    # The kernel's answer for a non-superuser (a superuser may write anyway: see the real test).
+    monkeypatch.setattr(os, "access", lambda path, mode, **kw: Path(path) != home)
+    try:
+        with pytest.raises(InsecureHome) as info:
+            ensure_home(home)
+    finally:
+        home.chmod(0o700)
+    assert str(info.value) == (
+        f"the bridge home {home} is not writable by you (mode 0500): run `chmod u+w {home}`, or "
+        "pass --home with a writable directory"
+    )
+
+
+def test_read_only_reason_of_writable_and_missing_folders(tmp_path: Path) -> None:
+    assert read_only_reason(tmp_path) is None
+    assert read_only_reason(tmp_path / "missing") is None
+
+
+def test_unwritable_fix_for_another_users_folder(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    owner = tmp_path.stat().st_uid
+    monkeypatch.setattr(os, "geteuid", lambda: owner + 1)
+    assert unwritable_fix(tmp_path, "is not writable by you (mode 0555)") == (
+        "pass --home with a directory of yours"
+    )
+
+
+def test_blocking_file_finds_the_file_in_the_way(tmp_path: Path) -> None:
+    notes = tmp_path / "notes"
+    notes.write_text("")
+    assert blocking_file(notes) == notes
+    assert blocking_file(notes / "a" / "b") == notes
+    assert blocking_file(tmp_path / "missing" / "h") is None
+    assert blocking_file(tmp_path) is None

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import errno
 import fcntl
 import os
 import signal
@@ -194,3 +195,42 @@ def test_lock_file_that_cannot_be_opened(home: Path) -> None:
     (home / LOCK_FILENAME).symlink_to(home / "elsewhere")
     with pytest.raises(StoreError, match=r"cannot read the lock file .*bridge\.lock: "):
         read_lock_holder(home)
+
+
+def test_a_lock_file_that_cannot_be_opened_says_what_to_do(tmp_path: Path) -> None:
+    home = tmp_path / "h"
+    (home / LOCK_FILENAME).mkdir(parents=True)
+    with pytest.raises(StoreError) as info:
+        acquire_lock(home)
+    path = home / LOCK_FILENAME
+    assert str(info.value) == (
+        f"cannot open the lock file {path}: Is a directory. It must be a file of yours "
+        f"(see `ls -l {path}`); move it away and the bridge makes a new one"
+    )
+
+
+def test_a_lock_file_on_a_home_gone_read_only_names_the_file_system(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The home passed ensure_home, then its file system went read-only (a remount under us).
+    import store.lock
+
+    home = tmp_path / "h"
+    home.mkdir(mode=0o700)
+    monkeypatch.setattr(store.lock, "ensure_home", lambda path: Path(path))
+    monkeypatch.setattr(store.lock, "read_only_reason", lambda d: "is on a read-only file system")
+    real_open = os.open
+
+    def refuse(path: str | os.PathLike[str], flags: int, mode: int = 0o777) -> int:
+        if Path(path).parent == home:
+            raise OSError(errno.EROFS, os.strerror(errno.EROFS), str(path))
+        return real_open(path, flags, mode)
+
+    monkeypatch.setattr(os, "open", refuse)
+    with pytest.raises(StoreError) as info:
+        acquire_lock(home)
+    assert str(info.value) == (
+        f"cannot create the lock file {home / LOCK_FILENAME}: the bridge home {home} is on a "
+        "read-only file system: pass --home with a directory on a writable file system, or "
+        "remount that file system read-write"
+    )

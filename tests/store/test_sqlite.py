@@ -392,3 +392,37 @@ def test_translate_error_without_a_code(path: Path) -> None:
     error = translate_error(sqlite3.OperationalError("odd"), path)
     assert type(error) is StoreError
     assert str(error) == f"{path}: odd"
+
+
+@pytest.mark.parametrize(
+    ("reason", "fix"),
+    [
+        (
+            "is on a read-only file system",
+            "pass --home with a directory on a writable file system, or remount that file "
+            "system read-write",
+        ),
+        (
+            "is not writable by you (mode 0500)",
+            "run `chmod u+w {folder}`, or pass --home with a writable directory",
+        ),
+    ],
+    ids=["read-only file system", "no write permission"],
+)
+def test_a_database_in_a_folder_sqlite_cannot_write_names_the_cause(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, reason: str, fix: str
+) -> None:
+    # SQLite says only "unable to open database file"; the folder's state is what the user needs.
+    import store.sqlite
+
+    monkeypatch.setattr(store.sqlite, "read_only_reason", lambda folder: reason)
+    error = sqlite3.OperationalError("unable to open database file")
+    error.sqlite_errorcode = sqlite3.SQLITE_CANTOPEN
+    path = tmp_path / "bridge.db"
+    translated = translate_error(error, path)
+    assert isinstance(translated, DatabaseUnreadable)
+    assert str(translated) == (
+        f"cannot open {path} (unable to open database file): its folder {tmp_path} {reason}: "
+        + fix.format(folder=tmp_path)
+    )
+    assert "must exist and belong" not in str(translated)
