@@ -11,6 +11,8 @@ Conventions (as ``bridge/cli/main.py``): results on stdout, errors as one ``code
 on stderr that says what to do, exit status 0 ok, 1 failure, 2 usage; 130 when the user stops a
 ``pair`` wait with Ctrl-C (the shell's convention for SIGINT). ``--json`` prints one JSON
 document on stdout, also for the "not running" case of ``status``, so scripts never parse text.
+A home that is a file, or one that does not exist, is refused before any of this, as a usage
+error (exit 2, also with ``--json``: there is no bridge to describe), by `bridge.cli.home`.
 Arguments that can be checked locally (a malformed npub, a timeout out of range) are refused
 before connecting, as usage errors.
 """

@@ -37,6 +37,7 @@ from bridge.control.methods import (
 )
 from bridge.control.rpc import PROTOCOL_MISMATCH, ErrorResponse, ResponseError
 from bridge.control.server import control_socket_path
+from store.home import blocking_file, not_a_directory_message
 
 __all__ = [
     "CONNECT_TIMEOUT",
@@ -184,6 +185,11 @@ class ControlClient:
                 f"the daemon did not accept a connection on {socket_path} within {timeout:g} s; "
                 "it may be overloaded or stuck (check its log)"
             ) from None
+        except NotADirectoryError:
+            blocker = blocking_file(socket_path.parent)
+            if blocker is None:
+                raise ControlError(f"cannot connect to {socket_path}: not a directory") from None
+            raise ControlError(not_a_directory_message(home, blocker)) from None
         except OSError as exc:
             raise ControlError(f"cannot connect to {socket_path}: {exc.strerror or exc}") from None
         client = cls(reader, writer, socket_path)

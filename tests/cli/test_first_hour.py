@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 
 from bridge.control import ControlServer
+from bridge.control.client import ControlClient, ControlError
 from bridge.nostr.keys import Keypair
 from tests.control.fake_handler import FakeHandler
 from tests.ops.support import CliResult, invoke, make_store
@@ -183,3 +184,14 @@ def test_config_show_and_doctor_accept_a_missing_home(tmp_path: Path, cli: Cli) 
     checks = {c["name"]: c["status"] for c in json.loads(doctor.stdout)["checks"]}
     assert checks["home"] == "warn"
     assert not missing.exists()
+
+
+async def test_the_control_client_names_a_home_that_is_a_file(tmp_path: Path) -> None:
+    notes = tmp_path / "notes.txt"
+    notes.write_text("")
+    with pytest.raises(ControlError) as info:
+        await ControlClient.connect(notes)
+    assert str(info.value) == (
+        f"the bridge home {notes} is a file, not a directory: pass --home with a directory (or "
+        "move the file away)"
+    )
