@@ -123,25 +123,35 @@ def read_only_reason(directory: Path) -> str | None:
     return f"is not writable by you (mode {stat.S_IMODE(info.st_mode):04o})"
 
 
-def unwritable_fix(directory: Path, reason: str) -> str:
-    """What to do about `read_only_reason`'s finding: a fix that can work for that cause."""
+def unwritable_fix(directory: Path, reason: str, *, elsewhere: str = "pass --home with") -> str:
+    """What to do about `read_only_reason`'s finding: a fix that can work for that cause.
+
+    `elsewhere` starts the "use another directory" half: ``--home`` for the bridge home, other
+    words for a file whose folder comes from another setting.
+    """
     if "read-only" in reason:
         return (
-            "pass --home with a directory on a writable file system, or remount that file "
-            "system read-write"
+            f"{elsewhere} a directory on a writable file system, or remount that file system "
+            "read-write"
         )
     try:
         ours = directory.stat().st_uid == os.geteuid()
     except OSError:
         ours = False
     if ours:
-        return f"run `chmod u+w {directory}`, or pass --home with a writable directory"
-    return "pass --home with a directory of yours"
+        return f"run `chmod u+w {directory}`, or {elsewhere} a writable directory"
+    return f"{elsewhere} a directory of yours"
 
 
-def unwritable_message(directory: Path, reason: str, *, what: str = "the bridge home") -> str:
+def unwritable_message(
+    directory: Path,
+    reason: str,
+    *,
+    what: str = "the bridge home",
+    elsewhere: str = "pass --home with",
+) -> str:
     """`read_only_reason`'s finding about `directory` as one message, with its fix."""
-    return f"{what} {directory} {reason}: {unwritable_fix(directory, reason)}"
+    return f"{what} {directory} {reason}: {unwritable_fix(directory, reason, elsewhere=elsewhere)}"
 
 
 def _nearest_existing(path: Path) -> Path:

@@ -169,7 +169,9 @@ def translate_error(
         if reason is not None:
             return DatabaseUnreadable(
                 f"cannot open {path} ({exc}): "
-                + unwritable_message(path.parent, reason, what="its folder"),
+                + unwritable_message(
+                    path.parent, reason, what="its folder", elsewhere="keep the file in"
+                ),
                 path=path,
             )
     if primary == sqlite3.SQLITE_READONLY:

@@ -399,12 +399,12 @@ def test_translate_error_without_a_code(path: Path) -> None:
     [
         (
             "is on a read-only file system",
-            "pass --home with a directory on a writable file system, or remount that file "
+            "keep the file in a directory on a writable file system, or remount that file "
             "system read-write",
         ),
         (
             "is not writable by you (mode 0500)",
-            "run `chmod u+w {folder}`, or pass --home with a writable directory",
+            "run `chmod u+w {folder}`, or keep the file in a writable directory",
         ),
     ],
     ids=["read-only file system", "no write permission"],
