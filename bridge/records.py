@@ -4,11 +4,9 @@ Why this exists. Every process of the bridge starts by importing its own value t
 daemon (on each restart, before it can catch up on what queued while it was down), each session
 host, and every CLI command the user types. On CPython 3.11 and 3.12, ``dataclasses`` compiles
 each generated method from source with its own ``exec``: six for a frozen dataclass
-(``__init__``, ``__repr__``, ``__eq__``, ``__hash__``, ``__setattr__``, ``__delattr__``). For
-the daemon's 280 value types that was the largest single part of its start: measured side by
-side, importing what ``codedeck-bridge run`` imports took 1.04 s (median of 20) as
-``@dataclass(frozen=True, slots=True)``, 1.00 s with only ``__init__`` and the two frozen
-methods compiled, and 0.875 s as this module builds them (issue 15's closing note).
+(``__init__``, ``__repr__``, ``__eq__``, ``__hash__``, ``__setattr__``, ``__delattr__``). With
+hundreds of value types in the daemon, those compilations are the largest single part of its
+start; this module compiles one function per class instead, so every process starts sooner.
 
 ``@record`` keeps ``dataclasses`` for the fields and everything read from them (``fields``,
 ``replace``, ``asdict``, slots, ``__match_args__``) and builds the methods itself, meaning

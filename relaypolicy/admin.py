@@ -61,9 +61,10 @@ __all__ = [
 
 logger = logging.getLogger(__name__)
 
-#: Largest request body accepted. A registration is ~100 bytes.
+#: Largest request body accepted; a registration (a pubkey and a label) is far smaller.
 MAX_BODY: Final = 4096
-#: How far ahead a pairing window may end (the issue: "at most 15 minutes ahead").
+#: How far ahead a pairing window may end: the bridge's window (10 minutes, REFERENCE-BEHAVIOUR
+#: §1.8) with room for clock skew, and short enough that a forgotten window closes itself.
 MAX_PAIRING_WINDOW_SECONDS: Final = 900
 #: Shortest token accepted from the token file.
 MIN_TOKEN_CHARS: Final = 16

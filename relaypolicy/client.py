@@ -31,7 +31,8 @@ from bridge.nostr.keys import NostrKeyError, parse_pubkey
 
 if TYPE_CHECKING:
     # aiohttp is imported where a call is made: the daemon imports this module at every start
-    # and calls it only when it registers with a deployed relay (~0.2 s and a few MiB saved).
+    # and calls it only when it registers with a deployed relay (otherwise its import time and
+    # memory are saved).
     import aiohttp
 
 __all__ = [

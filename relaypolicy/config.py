@@ -27,14 +27,14 @@ Example (every key optional; these are the defaults)::
 A limit can be switched off with ``enabled = false``. Unknown keys are an error: a misspelt limit
 silently falling back to its default is how a relay ends up unprotected.
 
-Why these defaults: 445 is the issue's "burst of 20 refilling at 1 per second". A pairing phone
-sends one ``pair-request`` (and maybe a retry), so 10 per IP is plenty. The writer limit must let a
-bridge stream live output (one 24515 per transcript entry, over 1,000 a second in a busy turn) and
-let a phone burst legitimately (one ``sync-ack`` per chunk: a 50,000-entry sync is 1,000 commands
-within seconds), while capping what one leaked phone key can push: 300/s sustained with a burst of
-3,000. (It was 25/s with a burst of 300, which refused a paired phone's sync acks and a bridge's
-live output under load.) The daemon's embedded relay runs without it: only the owner's own bridge
-and phones write there.
+Why these defaults: 445, the narrow carve-out (CDX-013), gets a burst of 20 refilling at 1 per
+second. A pairing phone sends one ``pair-request`` (and maybe a retry), so 10 per IP is plenty. The
+writer limit must let a bridge stream live output (one 24515 per transcript entry, over 1,000 a
+second in a busy turn) and let a phone burst legitimately (one ``sync-ack`` per chunk: a
+50,000-entry sync is 1,000 commands within seconds), while capping what one leaked phone key can
+push: 300/s sustained with a burst of 3,000. (A limit of 25/s with a burst of 300 would refuse a
+paired phone's sync acks and a bridge's live output under load.) The daemon's embedded relay runs
+without it: only the owner's own bridge and phones write there.
 
 Pure apart from :func:`load_config`, which reads the file.
 """

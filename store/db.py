@@ -9,7 +9,7 @@ Trips. Every call below is one trip to that thread and back (a thread hand-off a
 the event loop): `execute`, `fetchone`, `fetchall`, `executemany` one statement each; `write` a
 whole transaction of statements, `run` any synchronous function of the connection (several
 queries, a read and its updates). The daemon's hot path uses the last two: a commit is one trip,
-however many statements it has (the trips, not SQLite, were what the profile showed).
+however many statements it has (the trips, not SQLite, are the cost).
 
 Transactions. Statements outside a transaction run in autocommit (each one is its own
 transaction). `async with db.transaction():` runs `BEGIN IMMEDIATE … COMMIT` and rolls back on any

@@ -106,7 +106,8 @@ class BridgeLock:
 def acquire_lock(home: str | os.PathLike[str]) -> BridgeLock:
     """Take the home's lock for this process (making the home private first).
 
-    Blocks for at most ~0.25 s (see the module docstring on probes).
+    Blocks for at most `_ATTEMPTS` × `_RETRY_DELAY`, a quarter of a second (see the module
+    docstring on probes).
 
     Args:
         home: the bridge home.

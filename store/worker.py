@@ -1,10 +1,10 @@
 """The bridge database's own connection thread: jobs in, results back on the event loop.
 
-Why a thread of our own (it replaced aiosqlite): the cost of the daemon's store is not SQLite but
+Why a thread of our own rather than aiosqlite: the cost of the daemon's store is not SQLite but
 the trips to the connection's thread. Each trip is a queue put, a thread wake-up, the GIL changing
 hands twice and a wake-up of the event loop through its self-pipe; with aiosqlite every *statement*
-was one (a transcript line was five: BEGIN, the cursor, the line, the record, COMMIT), and the
-profile of live output put about a quarter of the daemon's samples in that thread. Here a job is
+is one (a transcript line would be five: BEGIN, the cursor, the line, the record, COMMIT), which
+would make that thread a large part of the daemon's live output. Here a job is
 any synchronous function of the connection, so a whole transaction — or a read of several queries
 — is ONE trip (:meth:`BridgeDatabase.write` and :meth:`BridgeDatabase.run` build on that).
 

@@ -1,6 +1,6 @@
 """The check of a CLI command's bridge home, made before the command touches it.
 
-Two mistakes of a user's first hour used to surface deep inside whatever tripped on them (a
+Two mistakes of a user's first hour would otherwise surface deep inside whatever trips on them (a
 socket path that is "Not a directory", an empty list): so every command checks its home first.
 
 - A home that is a file, or lies below one (``--home notes.txt``), is refused by every command,

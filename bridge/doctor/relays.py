@@ -12,8 +12,8 @@ resolution; most relays and every reverse proxy send one): the skew is our clock
 the handshake minus that date, give or take half the handshake plus one second. Above
 `SKEW_WARN` it warns, above `SKEW_FAIL` it fails. A relay that sends no ``Date`` (rust-nostr's
 relay, the embedded one) gives only a hint: an event dated more than `FUTURE_HINT` seconds ahead
-of our clock means ours is probably behind (relays accept events up to ~15 min in the future, so
-this is a warning, never a failure).
+of our clock means ours is probably behind (relays accept events dated a little ahead, strfry up to
+900 s, so this is a warning, never a failure).
 """
 
 from __future__ import annotations

@@ -1,8 +1,8 @@
 """What the engine knows of each session: one :class:`SessionState` per session, in a table.
 
-Why one object per session. The engine used to keep a session's facts in eight places (the
-registry record, two liveness sets, the applied session-meta, the cost, the broker's cards and
-call history, …), and closing a session forgot some of them. Here everything that belongs to a
+Why one object per session. A session's facts are many (the registry record, its liveness, the
+applied session-meta, the cost, the broker's cards and call history, …); kept in as many places, a
+close would have to find each of them, and would forget one. Here everything that belongs to a
 session hangs off its :class:`SessionState`, and :meth:`SessionTable.remove` drops all of it at
 once. State keyed by something else stays where it is keyed: chunked uploads and syncs are per
 (phone, session) and the close path aborts them explicitly; phone capabilities are per phone.

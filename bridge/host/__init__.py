@@ -1,8 +1,8 @@
 """The session host: a small process per agent session that outlives the daemon.
 
-An agent session used to live inside the daemon, so a ``kill -9`` of the daemon while Claude Code
-waited on a permission or hook answer turned into a refusal nobody gave. Now each session runs in
-a host (``python -m bridge.host``, started by the daemon, nobody's child) that owns the agent,
+Were an agent session to live inside the daemon, a ``kill -9`` of the daemon while Claude Code
+waited on a permission or hook answer would turn into a refusal nobody gave. So each session runs
+in a host (``python -m bridge.host``, started by the daemon, nobody's child) that owns the agent,
 journals every event the agent produces, parks every callback until a daemon answers it, and is
 adopted again by the next daemon.
 

@@ -135,7 +135,7 @@ class InputTaken:
     ``started``), before it did any work on it.
 
     Durable evidence that the input reached the agent, independent of the agent's own record
-    (Claude Code writes its session file about 0.1 s late): an input taken is never sent to a
+    (Claude Code writes its session file a moment late): an input taken is never sent to a
     restarted agent again.
     """
 

@@ -1,8 +1,9 @@
 """The few words of the wire a session host needs, without importing the wire's models.
 
-A host must stay lean (no pydantic: :mod:`bridge.protocol` costs ~14 MiB and ~200 ms to import),
-yet its drivers write transcript entries and take option values the phone sent. The values here
-are copies of :mod:`bridge.protocol.enums`; a test holds them equal, so the two cannot drift.
+A host must stay lean (no pydantic: importing :mod:`bridge.protocol` builds every model of the wire,
+which each host would pay for in memory and start time; the host RSS is in ``docs/BENCHMARKS.md``),
+yet its drivers write transcript entries and take option values the phone sent. The values here are
+copies of :mod:`bridge.protocol.enums`; a test holds them equal, so the two cannot drift.
 
 :func:`make_entry` builds one ``OutputEntry`` as the JSON object the daemon validates on arrival.
 """

@@ -8,18 +8,20 @@ Why these numbers. A relay that comes back must see the bridge again within 5 s,
 it was gone (the phone shows the machine offline until then). The worst moment for a relay to
 return is just after an attempt failed: the link then sleeps one whole delay, so the wait is at
 most ``cap`` plus one connect (a few milliseconds to a refused or local port, a few round trips
-— well under a second — for TLS to a relay across the internet): 3 s + connect < 5 s. The old
-2, 4, 8, 16, 30 s (+25 %) made that up to ~37 s after a long outage.
+— well under a second — for TLS to a relay across the internet): 3 s + connect < 5 s. A doubling
+schedule with the usual long cap (30 s or more) would leave the machine offline for up to that cap
+after a long outage.
 
 * The first retries stay quick (1 s, then 2 s): most drops are a relay restarting or a
   connection it closed, and the second attempt usually finds it back.
 * Jitter is taken *off* the delay, not added on top: the cap is then a hard ceiling, which is
   what the 5 s promise needs, while many clients that lost the same relay at once still spread
-  out (each capped delay is uniform in [2.25, 3] s, so they drift apart by ~0.2 s a cycle).
+  out (each capped delay is uniform in [2.25, 3] s, so they drift apart by a fraction of a second
+  each cycle).
 * The attempt rate against a relay that stays down is one every 2.25-3 s: about 20-27 a minute,
-  ~1,400 an hour, per relay. An attempt to a refused port is one SYN and one RST, to a name that
-  does not resolve one (usually cached) DNS answer: nothing a relay or a network notices. A
-  relay that accepts TCP but fails the handshake costs it a TLS handshake every ~2.6 s per
+  about 1,400 an hour, per relay. An attempt to a refused port is one SYN and one RST, to a name
+  that does not resolve one (usually cached) DNS answer: nothing a relay or a network notices. A
+  relay that accepts TCP but fails the handshake costs it a TLS handshake every 2.25-3 s per
   bridge, still far below what any relay serves.
 * The bound assumes attempts that fail fast. When the network silently drops packets (a relay's
   host that is off, a captive portal), an attempt lasts up to the connection's connect timeout;

@@ -8,7 +8,7 @@ was checked. Code that needs trust accepts only ``VerifiedEvent``.
 The id is ``sha256`` of the compact JSON ``[0,pubkey,created_at,kind,tags,content]`` with UTF-8
 kept as is (NIP-01). orjson writes exactly the bytes of ``json.dumps(separators=(",", ":"),
 ensure_ascii=False)`` for every string (controls as ``\\uXXXX``/short escapes, U+2028 raw, non-BMP
-raw) and is ~5.7x faster. Strings with lone surrogates have no UTF-8 form, so no id: events
+raw) and is several times faster. Strings with lone surrogates have no UTF-8 form, so no id: events
 carrying them are rejected (``json.loads`` lets ``"\\ud800"`` through; ``orjson.loads`` does not).
 
 NIP-40: an event with ``["expiration", "<unix seconds>"]`` is expired when ``now >= expiration``
@@ -69,14 +69,14 @@ CHECKED_SIGNATURES_KEPT = 4096
 class _CheckedSignatures:
     """The ``(id, sig)`` pairs this process signed or verified lately: each is checked once.
 
-    An event often crosses this process twice: the daemon signs a reply and its embedded relay,
-    in the same process, verifies it; a phone's command is verified by that relay and again by
-    the daemon that reads it. A BIP-340 verification is the dearest step of either (85 us of a
-    shared core, against about 5 us for the id of a 1 KB event); the second check of a pair is
-    skipped. Only the signature check is: the id is always recomputed from the content, and the
-    pair is only remembered after a check passed or after our own signing (which verifies what
-    it produced), so a remembered pair is a valid signature over that id, and the id covers the
-    pubkey and every other field. Bounded: the oldest pairs are forgotten first.
+    An event often crosses this process twice: the daemon signs a reply and its embedded relay, in
+    the same process, verifies it; a phone's command is verified by that relay and again by the
+    daemon that reads it. A BIP-340 verification is the dearest step of either (an order of
+    magnitude above the id of a 1 KB event); the second check of a pair is skipped. Only the
+    signature check is: the id is always recomputed from the content, and the pair is only
+    remembered after a check passed or after our own signing (which verifies what it produced), so a
+    remembered pair is a valid signature over that id, and the id covers the pubkey and every other
+    field. Bounded: the oldest pairs are forgotten first.
 
     Shared by the daemon's thread and its embedded relay's: a lookup is one dictionary read,
     and changes hold a lock (forgetting the oldest pair is a read and a delete).

@@ -10,7 +10,8 @@ Secret keys are scalars with ``0 < s < n`` (the secp256k1 group order). They nev
 ``repr`` or an exception message.
 
 A :class:`Keypair` keeps libsecp256k1's parsed ``secp256k1_keypair`` beside the raw secret, so that
-signing does not rebuild it on every call (coincurve's ``sign_schnorr`` does, which costs ~3.7x).
+signing does not rebuild it on every call (coincurve's ``sign_schnorr`` does, which makes each
+signature several times dearer).
 """
 
 from __future__ import annotations
@@ -223,7 +224,7 @@ def parse_pubkey(value: str) -> PubKeyHex:
 
 @functools.lru_cache(maxsize=1024)
 def _parsed_xonly(pubkey_x: bytes) -> Any:
-    # Parsing an x-only key costs a square root (~15% of a verification); the bridge sees few
+    # Parsing an x-only key costs a square root (a fair part of a verification); the bridge sees few
     # distinct authors, so parsed keys are kept in a small bounded cache.
     return PublicKeyXOnly(pubkey_x).public_key
 
@@ -358,8 +359,8 @@ class Keypair:
         if lib.secp256k1_schnorrsig_sign32(ctx, sig, message, self._native, aux) != 1:
             raise ValueError("signing failed")
         # BIP-340's default signing algorithm ends with "if Verify(...) fails, abort": a faulty
-        # computation must never leave the signer. It costs one verification (85 us of the 130 us of
-        # a signature on a shared 2-core machine).
+        # computation must never leave the signer. It costs one verification, most of a signature's
+        # time (docs/BENCHMARKS.md has the sign rate).
         if lib.secp256k1_schnorrsig_verify(ctx, sig, message, 32, self._xonly.public_key) != 1:
             raise ValueError("produced signature does not verify")
         return bytes(ffi.buffer(sig, 64))

@@ -108,10 +108,10 @@ def conversation_key(secret: bytes, peer_pubkey_x: bytes) -> bytes:
 def _hmac_sha256(key: bytes, message: bytes) -> bytes:
     """RFC 2104 HMAC-SHA256 for a 32-byte key (every NIP-44 key is): ``hmac.digest``'s result.
 
-    Written out because each message needs four of them (three for the keys, one for the MAC)
-    and ``hmac.digest`` looks the hash up by name on every call: 7 us each against about 3 us
-    here on a shared 2-core machine. A key of 32 bytes is shorter than SHA-256's 64-byte block,
-    so it is zero-filled to 64 and XORed with the pads (``bytes.translate``), never hashed.
+    Written out because each message needs four of them (three for the keys, one for the MAC) and
+    ``hmac.digest`` looks the hash up by name on every call, which more than doubles its cost. A key
+    of 32 bytes is shorter than SHA-256's 64-byte block, so it is zero-filled to 64 and XORed with
+    the pads (``bytes.translate``), never hashed.
     """
     block = key + _KEY_FILL
     inner = hashlib.sha256(block.translate(_IPAD) + message).digest()
@@ -226,8 +226,9 @@ def decrypt(payload: str, conversation_key: bytes) -> str:
 class ConversationKeyCache:
     """Conversation keys of one local secret key, per peer, in a bounded LRU.
 
-    ECDH costs ~37 us; a cached key makes the per-message cost only the symmetric part. The
-    cache holds derived keys only for peers that were asked for, up to ``max_entries``.
+    ECDH costs more than the rest of a message's encryption; a cached key makes the per-message
+    cost only the symmetric part. The cache holds derived keys only for peers that were asked for,
+    up to ``max_entries``.
     """
 
     __slots__ = ("_entries", "_max_entries", "_secret")

@@ -363,8 +363,8 @@ class RelayPool:
             outcomes = [_pool_closed(link) for link in links]
         elif len(links) == 1:
             # One relay (the embedded relay, or a single one configured): its answer is the
-            # report, so its send runs in this task. A task of its own wrote the frame a step
-            # of the event loop later, on every reply (measured on the ack's path).
+            # report, so its send runs in this task. A task of its own would write the frame a
+            # step of the event loop later, on every reply (on the ack's path).
             outcome = await self._publish_to(links[0], event)
             if self._closed and not outcome.delivered:
                 outcomes = [_pool_closed(links[0])]  # as a send the close cancelled: unknown

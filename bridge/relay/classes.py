@@ -5,7 +5,8 @@ NIP-01 splits kinds into ranges, and the range decides what "storing" means:
 * regular (1000–9999, 4–44, 1, 2): every event is kept;
 * replaceable (0, 3, 10000–19999): only the newest per author and kind;
 * ephemeral (20000–29999): never kept, only passed to the subscriptions open now;
-* addressable (30000–39999, formerly NIP-33): only the newest per author, kind and ``d`` tag.
+* addressable (30000–39999; NIP-33 in older texts): only the newest per author, kind and ``d``
+  tag.
 
 "Newest" is the larger ``created_at``; on a tie the lower id (in lexical order) stays, so every
 relay keeps the same one. The CodeDeck kinds use three of the classes: 4515/4516 are regular,

@@ -1,9 +1,9 @@
 """An in-process connection to the relay: text frames handed between two event loops, no socket.
 
 Why. The daemon serves its embedded relay on a thread of its own (see
-:mod:`bridge.runtime.edges.embedded_relay`), and used to reach it like any phone does, over a loopback
-websocket. Every event then went through websocket framing (the client's masked), two socket
-syscalls and the selector on both threads: about a fifth of the daemon's samples on a restart
+:mod:`bridge.runtime.edges.embedded_relay`). Reaching it like any phone does, over a loopback
+websocket, would send every event through websocket framing (the client's masked), two socket
+syscalls and the selector on both threads — a large share of the daemon's work on a restart
 catch-up, for a hop that never leaves the process. A :class:`LocalLink` carries the same NIP-01
 text frames through two in-memory queues instead, so both ends keep their protocol code
 unchanged — the relay's :class:`~bridge.relay.session.ClientSession` and the daemon's

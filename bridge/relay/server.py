@@ -1,10 +1,11 @@
 """The relay's I/O: a ``websockets`` server around :class:`ClientSession` and :class:`EventStore`.
 
-Built for what the embedded relay must not do (each measured on rust-nostr's LocalRelay, the
-previous embedded relay, in docs/BENCHMARKS.md):
+Built for what the embedded relay must not do (each a defect of rust-nostr's LocalRelay, measured
+against it in docs/BENCHMARKS.md):
 
 * **No Nagle delay.** asyncio sets ``TCP_NODELAY`` on every TCP transport it makes, so a frame
-  written right after another is not held back for the peer's delayed ACK (40 ms).
+  written right after another is not held back for the peer's delayed ACK (Linux's
+  ``TCP_DELACK_MIN``, 40 ms).
 * **No hang-up on a burst, no block of a paired phone.** There is no per-connection or
   per-key event budget here: who may write is the write policy's decision (``admit``; the
   daemon passes relaypolicy, which lets only the bridge and its paired phones write and

@@ -3,8 +3,8 @@
 Why SQLite and not a key-value store: a phone's query is ``authors`` + ``kinds`` + ``#p`` +
 ``since``, and it must get *every* stored event that matches (the CodeDeck app does not page).
 With an index on the tags and one on (author, kind, time) SQLite answers that exactly, newest
-first, with NIP-01's tie-break; the LMDB store of rust-nostr's LocalRelay answered the same
-filter with 500 events that were not the newest (measured, docs/BENCHMARKS.md).
+first, with NIP-01's tie-break; the LMDB store of rust-nostr's LocalRelay answers the same
+filter with a capped set that is not the newest (docs/BENCHMARKS.md).
 
 Durability: WAL with ``synchronous=NORMAL``. A commit is in the WAL (the OS's page cache) before
 the relay answers ``OK``, so a ``kill -9`` of the daemon loses nothing the relay acknowledged;

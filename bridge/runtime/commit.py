@@ -14,15 +14,15 @@ That only ever delays a reply; it cannot send one early. It is what makes a busy
 thousands of transcript lines a few transactions instead of thousands.
 
 One trip. The whole transaction is built first (the statements are plain values) and runs in one
-trip to the store's connection thread (``BridgeDatabase.write``): the trips, not SQLite, were the
-cost (one per statement before, five for a transcript line).
+trip to the store's connection thread (``BridgeDatabase.write``): the trips, not SQLite, are the
+cost (a trip per statement would be several for one transcript line).
 
 Overwritten writes are left out (:func:`live_ops`). Each record of a session host moves the
 session's ``agent_seq`` and most also save its whole record, so a group of a busy session's
-records rewrote the same row a dozen times (measured: about nine session writes per command in a
-restart catch-up, half the transaction's statements). Only the last write of a row stands when the
-transaction ends and no statement reads the row before that, so the earlier ones are dropped; the
-transaction leaves exactly the rows it left before.
+records would rewrite the same row over and over (several times per command in a restart
+catch-up). Only the last write of a row stands when the transaction ends and no statement reads
+the row before that, so the earlier ones are dropped; the transaction leaves exactly the rows the
+full sequence would.
 
 The mapping from operation to statements is a ``match`` over the closed :data:`StoreOp` union
 ending in ``assert_never``: an operation added to the engine and forgotten here is a type error,

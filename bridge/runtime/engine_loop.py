@@ -117,7 +117,7 @@ SYNC_READ_BATCH = 64
 """Sync chunks whose lines are read in one trip to the store after the first batch."""
 GROUP_LIMIT = 128
 """Inputs at most in one group commit: bounds how long the first one's replies wait for the
-rest (each input is engine work and sealing, about 0.1 ms; the transaction is one trip)."""
+rest (each input adds its engine work and sealing; the transaction is one trip)."""
 
 _DEFERRABLE = (Commit, Publish, SendToRunner, SendSyncChunk, Dropped)
 _DESTRUCTIVE = (DeleteTranscript, DeleteSession)
@@ -208,7 +208,7 @@ class EffectRunner:
         The transaction is handed to the store's thread first, and the group's publishes are
         sealed while it runs there (SQLite and the signatures release the GIL): once it is
         durable, what is left is sending, so the replies are on their way at the loop's next
-        step instead of after the sealing (measured on the ack's path).
+        step instead of after the sealing (which keeps the sealing off the ack's path).
         """
         writing = self._committer.start(group.commits)
         try:
@@ -529,7 +529,7 @@ class EngineLoop:
 
         One future that :meth:`feed`, :meth:`stop` and a timer resolve: waking up for an input
         is one step of the event loop (a race of a queue getter, a stop event and a timeout
-        took several, measured on the ack's path). An input queued meanwhile is returned even
+        takes several, each on the ack's path). An input queued meanwhile is returned even
         when the loop was also told to stop: :meth:`run` handles it, nothing is dropped.
         """
         if not self._inputs and not self._stopping:

@@ -76,10 +76,10 @@ PIPELINE_DEPTH = 64
 HIGH_WATER = 4 * PIPELINE_DEPTH
 """Queued events past which :meth:`Outbound.room` makes the engine loop wait.
 
-Low on purpose: a reply sealed now leaves after everything queued before it. With 5,000 here, a
-phone's burst of 1,000 commands was committed in groups of 128 while the acks piled up unsent
-(the engine loop kept the thread; the sender got a few steps per group), and the first ones left
-1.5 s after their commit. At 256 the sender empties the queue between two groups."""
+Low on purpose: a reply sealed now leaves after everything queued before it. With a deep queue,
+a phone's burst of commands is committed group after group while the acks pile up unsent (the
+engine loop keeps the thread; the sender gets a few steps per group), and the first acks leave
+long after their commit. At this depth the sender empties the queue between two groups."""
 LOW_WATER = PIPELINE_DEPTH
 """Queued events under which it lets the engine loop go on."""
 ROOM_WAIT = 2.0

@@ -1,9 +1,9 @@
 """Sync chunks from the stored transcript: read in batches, encoded by splicing, sealed, sent.
 
 A full sync is many chunks at once (50,000 lines are 1,000 chunks of 50, emitted by the engine in
-one go). Each chunk used to be one trip to the store's thread, and every line in it was decoded
-into a model and encoded again (validation both ways) before the chunk was encoded as a whole: the
-profile of a 50,000-line sync put the larger part of the daemon's time there. Here:
+one go). A trip to the store's thread per chunk, and every line decoded into a model and encoded
+again (validation both ways) before the chunk is encoded as a whole, would make a full sync the
+larger part of the daemon's time. Here:
 
 - the lines of the chunks the engine emitted together are read in a few trips
   (:func:`reading_batches`): a small first batch, so the first chunk leaves at once, then each
@@ -64,8 +64,8 @@ def reading_batches(
 ) -> list[Sequence[SendSyncChunk]]:
     """`chunks` cut into the batches read in one trip each: `first` chunks, then `then` each.
 
-    One trip for a whole sync read 50,000 lines before the first chunk could leave (0.6 s on
-    a shared 2-core machine); a small first batch gets the phone started at once, and each
+    One trip for a whole sync would read every line (50,000 for a large one) before the first
+    chunk could leave; a small first batch gets the phone started at once, and each
     next batch is read while the one before is sealed.
     """
     cuts = [0, min(first, len(chunks))]

@@ -40,8 +40,8 @@ Theory of operation:
   (``session/cancel`` first when `interrupt`); with ``interrupt=False`` nothing is answered, so
   that no refusal is recorded that nobody gave.
 
-Not lean: the SDK loads pydantic (~14 MiB, ~0.2 s) in the hosts of ACP sessions only; a Claude
-Code host never imports this package.
+Not lean: the SDK loads pydantic, heavy in memory and import time, in the hosts of ACP sessions
+only; a Claude Code host never imports this package.
 """
 
 from __future__ import annotations

@@ -433,8 +433,8 @@ class Adapter:
 
         The window is the ``contextWindow`` that ``modelUsage`` gives for the model of the last
         main-thread call; the percentage is that call's tokens over it (rounded, 0-100). The SDK's
-        ``get_context_usage()`` computes the same but takes ~2 s on its first call, which would
-        hold the turn's end back.
+        ``get_context_usage()`` computes the same but is slow on its first call, which would hold
+        the turn's end back.
         """
         if self._context is None or not isinstance(model_usage, Mapping):
             return {}

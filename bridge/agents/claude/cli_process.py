@@ -145,7 +145,7 @@ def cli_env(env: Mapping[str, str], cwd: str) -> dict[str, str]:
 
 
 def _sdk_dir() -> Path | None:
-    """Where ``claude_agent_sdk`` is installed, found without importing it (it costs 70 MiB)."""
+    """Where ``claude_agent_sdk`` is installed, found without importing it (its import is heavy)."""
     try:
         spec = importlib.util.find_spec(_SDK_PACKAGE)
     except (ImportError, ValueError):

@@ -13,7 +13,8 @@ API (the ``tools`` of its ``/v1/messages`` requests, its ``init`` frame, the con
   for an in-process server): the CLI sends ``mcp_message`` control requests (``server_name``,
   ``message``) and reads the JSON-RPC answer from ``{"mcp_response": …}``. A notification is
   acknowledged with ``{"jsonrpc":"2.0","result":{}}``, as the SDK does. A ``tools/call`` is waited
-  for without a time limit of the CLI's (130 s measured), so ``run_command``'s own timeout rules.
+  for without a time limit of the CLI's (a call of minutes still completes), so ``run_command``'s
+  own timeout rules.
 - ``--tools ""`` turns every built-in tool off: the requests offer the five ``mcp__desiide__*``
   tools and the CLI's never-callable ``DeferredToolPlaceholder``, nothing else. The plan's
   ``--disallowedTools Bash,Edit,…`` was measured too and is worse: it leaves ``Workflow``,

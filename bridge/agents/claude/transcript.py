@@ -22,10 +22,10 @@ their session id under any project directory (ids are UUIDs, unique across proje
 
 Everything else is skipped; so are lines that are not complete JSON (a crash mid-append), and a
 transcript that does not exist is an empty one. The user line is a plain append (no fsync) that
-the CLI writes about 0.1 s after it read the message (measured on 2.1.332: its session writes are
+the CLI writes a moment after it read the message (observed on 2.1.332: its session writes are
 batched), by which time the API request is already out; it survives a crash of the CLI or of the
-host, not of the machine. A message still waiting in the CLI's queue, or read less than ~0.1 s
-before the CLI died, is not in the file: it counts as not received.
+host, not of the machine. A message still waiting in the CLI's queue, or read just before the CLI
+died, is not in the file: it counts as not received.
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """The orchestrator's task lifecycle (COR-2): every Desiide task, as a sans-I/O state machine.
 
-Rules (seed, "Task lifecycle (COR-2)", and issue 16):
+Rules (seed, "Task lifecycle (COR-2)", and the bridge's own choices where the seed is silent):
 
 - States ``queued → planning → running ⇄ awaiting_approval → verifying → done | failed |
   cancelled`` (:data:`~.lifecycle_task.TRANSITIONS`). At most two tasks hold a session at once;

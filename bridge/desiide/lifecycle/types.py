@@ -53,7 +53,7 @@ __all__ = [
 
 
 class TaskKind(StrEnum):
-    """What the editor asks for (the seed does not list kinds; issue 16 fixes these three)."""
+    """What the editor asks for (the seed does not list kinds; the bridge's are these three)."""
 
     ASK = "ask"
     """Answer a question; read-only, no edits."""

@@ -12,7 +12,7 @@ are the ones of the phone's provider probes (:mod:`bridge.runtime.errands.probes
   (some providers echo part of a bad key back).
 
 aiohttp (already a dependency) is imported on first use, as in :mod:`bridge.runtime.errands.probes`:
-it costs ~0.2 s and most orchestrator runs never test a model.
+its import is slow, and most orchestrator runs never test a model.
 
 Cancel-safe: cancelling a call closes its connection.
 """

@@ -172,7 +172,7 @@ which says more than ``InvalidParams``."""
 
 
 class TaskKind(StrEnum):
-    """What a task is for (the seed names the field without its values; the issue fixes them)."""
+    """What a task is for (the seed names the field without its values; the bridge fixes them)."""
 
     ASK = "ask"
     """Answer a question; read-only (``propose_edit`` and ``run_command`` are not given)."""

@@ -26,8 +26,8 @@ dictionary and attribute reads.
 Phones dial it by websocket; the daemon's own connection is in process (:meth:`EmbeddedRelay.dial`,
 :mod:`bridge.relay.local`): the same frames, without a socket between two threads of one process.
 
-rust-nostr's LocalRelay served this role first; it had four defects measured against this
-daemon (Nagle's delay, hang-ups past ~6,000 events a minute, incomplete stored answers, paired
+Why a relay of our own rather than rust-nostr's LocalRelay: that one has four defects measured
+against this daemon (Nagle's delay, hang-ups under a burst, incomplete stored answers, paired
 phones blocked after a burst) — see ``docs/BENCHMARKS.md`` and ARCHITECTURE §7.
 """
 

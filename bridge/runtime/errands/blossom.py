@@ -75,7 +75,8 @@ def make_http_fetcher(*, ssl_context: ssl.SSLContext | None = None) -> Fetcher:
     """
 
     async def fetch(url: str, max_bytes: int) -> bytes:
-        import aiohttp  # only when a Blossom image is fetched: ~0.2 s off every daemon start
+        # only when a Blossom image is fetched: its import is slow, kept off every daemon start
+        import aiohttp
 
         async with aiohttp.ClientSession(trust_env=False) as session:
             for _ in range(MAX_REDIRECTS + 1):

@@ -62,7 +62,7 @@ async def _post(url: str, headers: dict[str, str], model: str, timeout: float) -
         "messages": [{"role": "user", "content": "ping"}],
     }
     host = _host(url)
-    import aiohttp  # only when a key is probed: ~0.2 s off every daemon start
+    import aiohttp  # only when a key is probed: its import is slow, kept off every daemon start
 
     try:
         async with (

@@ -29,7 +29,7 @@ tool call, and the model list.
   session runs unconfined with a warning, or fails when ``[sandbox] required`` says so.
 - **Models.** Per agent: a live session's list, else a short-lived agent's — Claude Code's
   CLI, or an ACP agent's ``session/new`` in a temporary directory
-  (:func:`~bridge.runtime.hosts.agent_probe.list_agent_models`, 4–5 s for OpenCode, measured). That
+  (:func:`~bridge.runtime.hosts.agent_probe.list_agent_models`, seconds for OpenCode). That
   leaves an empty session in the agent's own history (OpenCode has no ``session/delete`` over
   ACP), so it runs only when a phone asks and no live session can answer, never at start, and
   its list is kept for :data:`MODELS_KEEP` seconds.
@@ -508,7 +508,7 @@ class AgentEnvironment:
         """Check every configured ACP agent once; the engine hears ``AgentsChecked``.
 
         Run in the background at start: the daemon is ready and its first heartbeat is out
-        before the agents answered (OpenCode takes 2–4 s); the engine republishes the heartbeat
+        before the agents answered (OpenCode takes seconds); the engine republishes the heartbeat
         when the agents that started join it.
         """
         agents = list(self._acp.values())

@@ -16,7 +16,7 @@ How a check runs:
    file, never an unread pipe (a chatty agent would block on a full pipe), and the file's last
    line explains an agent that exits.
 2. **initialize** over its stdio with the official SDK (``acp.connect_to_agent``), raced
-   against the agent's exit and bounded by :data:`PROBE_TIMEOUT` (OpenCode measured 2–4 s).
+   against the agent's exit and bounded by :data:`PROBE_TIMEOUT` (OpenCode takes seconds).
    The answer gives ``agentInfo`` (name, version) and ``agentCapabilities`` (``loadSession``…).
    An agent answering another protocol version than the SDK's counts as not started.
 3. **Stop** it: stdin closed, ``SIGTERM`` to its group, ``SIGKILL`` after :data:`STOP_WAIT`.
@@ -52,9 +52,8 @@ from bridge.tasks import race
 
 if TYPE_CHECKING:
     # The ACP SDK is imported where it is used: importing it builds every pydantic model of the
-    # protocol, 0.86 s of CPU on a shared 2-core machine (``python -X importtime``), which a
-    # daemon whose agents are all Claude Code (or the scripted one) would pay at every start,
-    # before it can answer a phone.
+    # protocol, a CPU cost that a daemon whose agents are all Claude Code (or the scripted one)
+    # would pay at every start, before it can answer a phone.
     from acp import schema
 
 __all__ = [

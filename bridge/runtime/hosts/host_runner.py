@@ -421,7 +421,7 @@ class HostRunner:
                 self._note = (gone, 1)
         # No live host to adopt: a new one has no card to re-present, and what a dead one
         # journaled was read above. The phones' commands need not wait for the new host to
-        # start (a Python process and its agent: 0.2 s or more per session at a daemon's start).
+        # start (a Python process and its agent, for each session at a daemon's start).
         self.attached.set()
         for attempt in range(2):
             try:
