@@ -31,6 +31,7 @@ from bridge.agent_config import (
     opencode_off_reason,
     parse_agents,
 )
+from bridge.records import record
 from bridge.sandbox.settings import SandboxConfigError, SandboxSettings, parse_sandbox
 
 __all__ = [
@@ -414,7 +415,7 @@ _SHOWN = (
 """The order of :data:`SETTINGS` rows in ``config show``: related settings side by side."""
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class _Layers:
     """What the user gave, layer by layer: flags, then variables, then the config file."""
 
