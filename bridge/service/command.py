@@ -32,13 +32,13 @@ from typing import Final
 
 from bridge.config import DEFAULT_HOME, default_home
 from bridge.control.client import ControlError
+from bridge.records import record
 from bridge.runtime.hosts.close import (
     CLOSE_WAIT,
     ClosedSessions,
     close_sessions,
     closed_lines,
 )
-from bridge.records import record
 from bridge.service.systemd import (
     Outcome,
     ServiceError,

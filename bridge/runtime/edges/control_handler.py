@@ -37,8 +37,8 @@ from bridge.control.methods import (
     UnpairResult,
     iso_timestamp,
 )
-from bridge.control.terminal_text import safe_text
 from bridge.control.task_methods import QueuedResult, TaskStartResult, TasksWatchResult
+from bridge.control.terminal_text import safe_text
 from bridge.engine.core import Engine
 from bridge.engine.effects import Notify
 from bridge.engine.inputs import (

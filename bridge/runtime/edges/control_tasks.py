@@ -19,7 +19,6 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 
 from bridge.control.methods import HandlerError
-from bridge.control.terminal_text import safe_text
 from bridge.control.task_methods import (
     WATCH_BATCH,
     CardView,
@@ -28,6 +27,7 @@ from bridge.control.task_methods import (
     TasksWatchResult,
     TaskView,
 )
+from bridge.control.terminal_text import safe_text
 from bridge.engine.core import Engine
 from bridge.engine.effects import TaskPolicy
 from bridge.engine.inputs import (

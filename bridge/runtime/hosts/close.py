@@ -40,8 +40,8 @@ from typing import Any, Final
 from bridge.agents.workspace_tools.leftovers import reap_host
 from bridge.control.client import ControlClient, ControlError, DaemonNotRunning, RemoteError
 from bridge.control.hosts import live_host_pids
-from bridge.control.terminal_text import safe_text
 from bridge.control.rpc import METHOD_NOT_FOUND
+from bridge.control.terminal_text import safe_text
 from bridge.host.layout import HostPaths, host_paths, list_host_dirs
 from bridge.records import record
 from store.errors import AlreadyRunning, StoreError
