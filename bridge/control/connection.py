@@ -1,25 +1,18 @@
 """The control protocol's connection state machines, sans-I/O: bytes in, decisions out.
 
-Server side (`ServerConnection`), theory of operation:
+Server side (`ServerConnection`): the shared JSON-RPC core (`bridge.control.endpoint`, which has
+the state machine, framing errors, parsing and the handshake's order) with the control socket's
+own parts:
 
-    AWAITING_INITIALIZE --initialize (same major)--> READY
-    AWAITING_INITIALIZE --anything else------------> (answered NotInitialized, state kept)
-    any --framing error / handshake timeout / EOF---> CLOSED
-
-- Bytes go through the `FrameDecoder`; each body is parsed as a JSON-RPC request.
-- ``initialize`` is answered here, synchronously, so that a client that pipelines ``initialize``
-  and its first call in one write is served in order. A different major version is answered
-  ``ProtocolMismatch`` with a message that tells the user what to update; the connection stays
-  open and uninitialised (the client may retry with another version).
-- Before ``initialize`` every other request is answered ``NotInitialized``.
+- ``initialize`` takes ``{protocolVersion, client: {name, version}}``. A different major version
+  is answered ``ProtocolMismatch`` with a message that tells the user what to update; the
+  connection stays open and uninitialised (the client may retry with another version).
 - A valid call becomes a `Call` event with validated keyword arguments; the I/O layer awaits the
-  handler and encodes its outcome with `result` / `error`. Error answers produced here become
-  `Reply` events, which the I/O layer writes *in order* with the calls' answers, so a
+  handler and encodes its outcome with `result` / `error`. Answers produced by the connection
+  become `Reply` events, which the I/O layer writes *in order* with the calls' answers, so a
   connection's answers come out in the order of its requests.
 - A framing error yields the answers for the bodies before it, then a `Close` carrying one last
-  error answer: a desynchronised stream cannot be trusted further.
-- Notifications are never answered (JSON-RPC 2.0 §4.1) and the API defines none: they are
-  dropped.
+  error answer. A handshake that does not come in time is closed the same way.
 
 Client side (`ClientConnection`) numbers requests and turns bytes into responses; the I/O layer
 (`bridge.control.client`) matches them to requests.
@@ -27,31 +20,29 @@ Client side (`ClientConnection`) numbers requests and turns bytes into responses
 
 from __future__ import annotations
 
-import enum
-import re
 from collections.abc import Mapping
 from typing import Any, Final
 
-from bridge.control.framing import MAX_BODY_BYTES, FrameDecoder, FramingError, encode_frame
+from bridge.control.endpoint import (
+    ConnectionState,
+    RpcServerConnection,
+    method_not_found,
+    params_object,
+    version_major,
+)
+from bridge.control.framing import MAX_BODY_BYTES, FrameDecoder, encode_frame
 from bridge.control.methods import CONTROL_PROTOCOL_VERSION, METHODS, MethodSpec
 from bridge.control.rpc import (
-    INTERNAL_ERROR,
     INVALID_PARAMS,
-    INVALID_REQUEST,
-    METHOD_NOT_FOUND,
     NOT_INITIALIZED,
-    PARSE_ERROR,
     PROTOCOL_MISMATCH,
     ErrorResponse,
     JsonId,
     Request,
     Response,
     RpcError,
-    parse_request,
     parse_response,
-    serialize_error,
     serialize_request,
-    serialize_result,
 )
 from bridge.records import record
 
@@ -67,14 +58,7 @@ __all__ = [
     "version_major",
 ]
 
-_VERSION: Final = re.compile(r"(0|[1-9][0-9]{0,8})\.(0|[1-9][0-9]{0,8})\.(0|[1-9][0-9]{0,8})")
 _MAX_INFO_LENGTH: Final = 100
-
-
-class ConnectionState(enum.Enum):
-    AWAITING_INITIALIZE = "awaiting-initialize"
-    READY = "ready"
-    CLOSED = "closed"
 
 
 @record
@@ -103,12 +87,6 @@ class Close:
 ServerEvent = Call | Reply | Close
 
 
-def version_major(version: str) -> int | None:
-    """The major number of a ``MAJOR.MINOR.PATCH`` version, or None when it is not one."""
-    match = _VERSION.fullmatch(version)
-    return int(match.group(1)) if match else None
-
-
 def mismatch_message(daemon_version: str, client_version: str) -> str:
     """The one message both sides show for a major-version mismatch: what happened, what to do."""
     return (
@@ -123,7 +101,7 @@ def _info_string(value: Any) -> bool:
     return isinstance(value, str) and 0 < len(value) <= _MAX_INFO_LENGTH
 
 
-class ServerConnection:
+class ServerConnection(RpcServerConnection[ServerEvent]):
     """One client connection's protocol state (see the module docstring)."""
 
     def __init__(
@@ -133,31 +111,18 @@ class ServerConnection:
         server_version: str,
         max_body: int = MAX_BODY_BYTES,
     ) -> None:
-        self._decoder = FrameDecoder(max_body=max_body)
+        super().__init__(max_body=max_body)
         self._server = {"name": server_name, "version": server_version}
-        self.state = ConnectionState.AWAITING_INITIALIZE
         self.client: Mapping[str, str] | None = None
         """The client's ``{name, version}`` once initialised (for logs)."""
 
     def receive_data(self, data: bytes) -> list[ServerEvent]:
         """Feed received bytes; return what to do, in order."""
-        if self.state is ConnectionState.CLOSED:
-            return []
-        try:
-            bodies = self._decoder.feed(data)
-        except FramingError as exc:
-            events = [event for body in exc.bodies if (event := self._body(body)) is not None]
-            code = INVALID_REQUEST if exc.too_large else PARSE_ERROR
-            prefix = "invalid request" if exc.too_large else "parse error"
-            events.append(Close(self.error(None, code, f"{prefix}: {exc}")))
-            self.state = ConnectionState.CLOSED
-            return events
-        return [event for body in bodies if (event := self._body(body)) is not None]
+        return self._feed(data)
 
     def receive_eof(self) -> list[ServerEvent]:
         """The client closed its side: nothing more can be answered."""
-        self.state = ConnectionState.CLOSED
-        return [Close()]
+        return self._feed_eof()
 
     def handshake_timeout(self) -> list[ServerEvent]:
         """The I/O layer's handshake deadline passed; close unless initialised."""
@@ -166,52 +131,23 @@ class ServerConnection:
         self.state = ConnectionState.CLOSED
         return [Close(self.error(None, NOT_INITIALIZED, "not initialized: initialize timed out"))]
 
-    def result(self, request_id: JsonId, value: Any) -> bytes:
-        """The framed answer for a call's result.
+    def _answered(self, data: bytes) -> ServerEvent:
+        return Reply(data)
 
-        Raises:
-            TypeError, ValueError: the value is not JSON-able or too large (a handler bug; answer
-                `internal_error` instead).
-        """
-        return encode_frame(serialize_result(request_id, value))
+    def _failed(self, data: bytes, reason: str) -> list[ServerEvent]:
+        return [Close(data)]
 
-    def error(self, request_id: JsonId | None, code: int, message: str) -> bytes:
-        """A framed error answer."""
-        return encode_frame(serialize_error(request_id, code, message))
+    def _ended(self, reason: str) -> list[ServerEvent]:
+        return [Close()]
 
-    def internal_error(self, request_id: JsonId) -> bytes:
-        """The answer for a handler that failed unexpectedly (details stay in the daemon's log)."""
-        return self.error(request_id, INTERNAL_ERROR, "internal error (details are in the log)")
-
-    def _body(self, body: bytes) -> ServerEvent | None:
-        try:
-            request = parse_request(body)
-        except RpcError as exc:
-            return Reply(self.error(exc.request_id, exc.code, exc.message))
-        if request.id is None:
-            return None
-        try:
-            return self._request(request, request.id)
-        except RpcError as exc:
-            return Reply(self.error(request.id, exc.code, exc.message))
-
-    def _request(self, request: Request, request_id: JsonId) -> ServerEvent:
-        if request.method == "initialize":
-            return Reply(self.result(request_id, self._initialize(request.params)))
-        if self.state is not ConnectionState.READY:
-            raise RpcError(NOT_INITIALIZED, "not initialized: the first request must be initialize")
+    def _dispatch(self, request: Request, request_id: JsonId) -> ServerEvent:
         spec = METHODS.get(request.method)
         if spec is None:
-            raise RpcError(METHOD_NOT_FOUND, f"method not found: {request.method[:64]!r}")
-        if not isinstance(request.params, dict):
-            raise RpcError(INVALID_PARAMS, "invalid params: params must be an object")
-        return Call(request_id, spec, spec.validate(request.params))
+            raise method_not_found(request.method)
+        return Call(request_id, spec, spec.validate(params_object(request.params)))
 
     def _initialize(self, params: dict[str, Any] | list[Any]) -> dict[str, Any]:
-        if self.state is ConnectionState.READY:
-            raise RpcError(INVALID_REQUEST, "invalid request: already initialized")
-        if not isinstance(params, dict):
-            raise RpcError(INVALID_PARAMS, "invalid params: params must be an object")
+        params = params_object(params)
         unknown = sorted(set(params) - {"protocolVersion", "client"})
         if unknown:
             raise RpcError(INVALID_PARAMS, f"invalid params: unknown param(s) {unknown!r:.100}")
@@ -233,7 +169,6 @@ class ServerConnection:
             )
         if major != version_major(CONTROL_PROTOCOL_VERSION):
             raise RpcError(PROTOCOL_MISMATCH, mismatch_message(CONTROL_PROTOCOL_VERSION, version))
-        self.state = ConnectionState.READY
         self.client = {"name": client["name"], "version": client["version"]}
         return {"protocolVersion": CONTROL_PROTOCOL_VERSION, "server": dict(self._server)}
 

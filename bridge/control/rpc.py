@@ -248,6 +248,14 @@ def serialize_result(request_id: JsonId, result: Any) -> bytes:
     return dumps({"jsonrpc": "2.0", "id": request_id, "result": result})
 
 
-def serialize_error(request_id: JsonId | None, code: int, message: str) -> bytes:
-    """An error body; ``request_id`` None when the request could not be read."""
-    return dumps({"jsonrpc": "2.0", "id": request_id, "error": {"code": code, "message": message}})
+def serialize_error(request_id: JsonId | None, code: int, message: str, data: Any = None) -> bytes:
+    """An error body; ``request_id`` None when the request could not be read, ``data`` (the
+    optional ``error.data`` member) left out when None.
+
+    Raises:
+        TypeError, ValueError: ``data`` is not JSON-able.
+    """
+    error: dict[str, Any] = {"code": code, "message": message}
+    if data is not None:
+        error["data"] = data
+    return dumps({"jsonrpc": "2.0", "id": request_id, "error": error})

@@ -7,15 +7,16 @@ connection for the bytes to write)::
     AWAITING_INITIALIZE --anything else-----------> (answered, state kept)
     any --framing error / EOF----------------------> CLOSED
 
-- Bytes go through `bridge.control.framing.FrameDecoder` (``Content-Length`` frames, the same
-  framing and limits as the control socket); each body is parsed with `bridge.control.rpc`.
+- The JSON-RPC core is the control socket's (`bridge.control.endpoint.RpcServerConnection`:
+  ``Content-Length`` frames with the same limits, parsing, the handshake's order, framing and
+  parse errors); this class adds the Desiide protocol's method table, ``initialize`` and error
+  vocabulary.
 - The connection answers by itself — an `Answer` event holding framed bytes to write — whatever
   needs no handler: parse errors, invalid requests, ``NotInitialized`` before ``initialize``
   (every method, known or not, as the seed says), unknown methods, methods the runtime has not
   registered (``NotImplemented``), bad params (``InvalidParams`` with `validation_message`), and
   ``initialize`` itself (``ProtocolMismatch`` for another major; the connection stays
-  uninitialised so the extension may retry). ``initialize`` is answered synchronously so that a
-  client that pipelines ``initialize`` and its first request is served in order.
+  uninitialised so the extension may retry).
 - A valid request becomes a `Call` with its params already validated into the method's model
   (`bridge.desiide.schema.methods.METHODS`); the runtime runs the handler and writes `result`,
   `error_for` or `internal_error`. Answers may go out in any order (JSON-RPC matches them by
@@ -35,36 +36,32 @@ request that may carry a secret; the bases hide input in their errors).
 
 from __future__ import annotations
 
-import enum
 from collections.abc import Collection, Mapping
 from typing import Any, Final
 
 from pydantic import BaseModel, ValidationError
 
 from bridge import __version__
-from bridge.control.connection import version_major
-from bridge.control.framing import MAX_BODY_BYTES, FrameDecoder, FramingError, encode_frame
+from bridge.control.endpoint import (
+    ConnectionState,
+    RpcServerConnection,
+    method_not_found,
+    params_object,
+    version_major,
+)
+from bridge.control.framing import MAX_BODY_BYTES, encode_frame
 from bridge.control.rpc import (
     ErrorResponse,
     JsonId,
     Request,
     Response,
-    ResponseError,
     RpcError,
-    dumps,
-    parse_request,
-    parse_response,
     serialize_request,
-    serialize_result,
 )
 from bridge.desiide.errors import (
     INTERNAL_ERROR,
     INVALID_PARAMS,
-    INVALID_REQUEST,
-    METHOD_NOT_FOUND,
     NOT_IMPLEMENTED,
-    NOT_INITIALIZED,
-    PARSE_ERROR,
     PROTOCOL_MISMATCH,
     DesiideError,
 )
@@ -96,12 +93,6 @@ __all__ = [
 SERVER_NAME: Final = "codedeck-bridge"
 
 _MAJOR: Final = version_major(PROTOCOL_VERSION)
-
-
-class ConnectionState(enum.Enum):
-    AWAITING_INITIALIZE = "awaiting-initialize"
-    READY = "ready"
-    CLOSED = "closed"
 
 
 @record
@@ -164,7 +155,7 @@ def mismatch_message(client_version: str) -> str:
     )
 
 
-class DesiideConnection:
+class DesiideConnection(RpcServerConnection[Event]):
     """One extension's connection (see the module docstring).
 
     Args:
@@ -180,17 +171,19 @@ class DesiideConnection:
             before it, or when no folder is open).
     """
 
+    internal_error_message = "internal error (details are in the orchestrator log)"
+    accepts_responses = True
+
     def __init__(
         self,
         *,
         implemented: Collection[str] | None = None,
         max_body: int = MAX_BODY_BYTES,
     ) -> None:
-        self._decoder = FrameDecoder(max_body=max_body)
+        super().__init__(max_body=max_body)
         self._implemented = frozenset(METHODS if implemented is None else implemented)
         self._next_id = 1
         self._pending: dict[int, str] = {}
-        self.state = ConnectionState.AWAITING_INITIALIZE
         self.client: ClientInfo | None = None
         self.client_protocol_version: str | None = None
         self.workspace_roots: tuple[str, ...] = ()
@@ -204,55 +197,17 @@ class DesiideConnection:
 
     def feed(self, data: bytes) -> list[Event]:
         """Feed bytes read from the extension; return what to do, in order."""
-        if self.state is ConnectionState.CLOSED:
-            return []
-        try:
-            bodies = self._decoder.feed(data)
-        except FramingError as exc:
-            events = [event for body in exc.bodies if (event := self._body(body)) is not None]
-            code = INVALID_REQUEST if exc.too_large else PARSE_ERROR
-            prefix = "invalid request" if exc.too_large else "parse error"
-            events.append(Answer(self.error(None, code, f"{prefix}: {exc}")))
-            events.append(Closed(f"framing error: {exc}"))
-            self.state = ConnectionState.CLOSED
-            return events
-        return [event for body in bodies if (event := self._body(body)) is not None]
+        return self._feed(data)
 
     def feed_eof(self) -> list[Event]:
         """The extension closed stdin: the connection is over (once)."""
-        if self.state is ConnectionState.CLOSED:
-            return []
-        self.state = ConnectionState.CLOSED
-        reason = "eof inside a frame" if self._decoder.in_frame else "eof"
-        return [Closed(reason)]
+        return self._feed_eof()
 
     # --- output ----------------------------------------------------------------------------------
-
-    def result(self, request_id: JsonId, value: BaseModel | Mapping[str, Any]) -> bytes:
-        """The framed answer to a `Call`; a model is dumped with ``exclude_none``.
-
-        Raises:
-            TypeError, ValueError: not JSON-able, or over the frame limit (a handler bug: answer
-                `internal_error` instead).
-        """
-        return encode_frame(serialize_result(request_id, _plain(value)))
-
-    def error(self, request_id: JsonId | None, code: int, message: str, data: Any = None) -> bytes:
-        """A framed error answer (``request_id`` None when the request could not be read)."""
-        error: dict[str, Any] = {"code": code, "message": message}
-        if data is not None:
-            error["data"] = data
-        return encode_frame(dumps({"jsonrpc": "2.0", "id": request_id, "error": error}))
 
     def error_for(self, request_id: JsonId, exc: DesiideError) -> bytes:
         """The framed answer for a handler's `DesiideError`."""
         return self.error(request_id, exc.code, exc.message, exc.data)
-
-    def internal_error(self, request_id: JsonId) -> bytes:
-        """The answer for a handler that failed unexpectedly (details stay in the log)."""
-        return self.error(
-            request_id, INTERNAL_ERROR, "internal error (details are in the orchestrator log)"
-        )
 
     def notify(self, method: str, params: BaseModel | Mapping[str, Any]) -> bytes:
         """A framed notification (``task.event`` or ``log``).
@@ -282,29 +237,22 @@ class DesiideConnection:
         self._pending[request_id] = method
         return request_id, encode_frame(serialize_request(method, _plain(params), request_id))
 
-    # --- dispatch --------------------------------------------------------------------------------
+    # --- the core's hooks ------------------------------------------------------------------------
 
-    def _body(self, body: bytes) -> Event | None:
-        try:
-            request = parse_request(body)
-        except RpcError as exc:
-            if exc.code == INVALID_REQUEST:
-                # Not a request; it may be the extension's answer to one of ours.
-                try:
-                    response = parse_response(body)
-                except ResponseError:
-                    pass
-                else:
-                    return self._reverse_result(response)
-            return Answer(self.error(exc.request_id, exc.code, exc.message))
-        if request.id is None:
-            return None
-        try:
-            return self._request(request, request.id)
-        except RpcError as exc:
-            return Answer(self.error(request.id, exc.code, exc.message))
+    def _answered(self, data: bytes) -> Event:
+        return Answer(data)
 
-    def _reverse_result(self, response: Response | ErrorResponse) -> ReverseResult | None:
+    def _failed(self, data: bytes, reason: str) -> list[Event]:
+        return [Answer(data), Closed(f"framing error: {reason}")]
+
+    def _ended(self, reason: str) -> list[Event]:
+        return [Closed(reason)]
+
+    def _to_json(self, value: Any) -> Any:
+        """Results are models (dumped with ``exclude_none``) or mappings."""
+        return _plain(value)
+
+    def _response(self, response: Response | ErrorResponse) -> Event | None:
         """The event for an answer to our request; None when it matches none pending."""
         if not isinstance(response.id, int) or response.id not in self._pending:
             return None
@@ -321,21 +269,15 @@ class DesiideConnection:
             return ReverseResult(response.id, method, error=malformed)
         return ReverseResult(response.id, method, result=result)
 
-    def _request(self, request: Request, request_id: JsonId) -> Event:
-        if request.method == "initialize":
-            return Answer(self.result(request_id, self._initialize(request.params)))
-        if self.state is not ConnectionState.READY:
-            raise RpcError(NOT_INITIALIZED, "not initialized: the first request must be initialize")
+    def _dispatch(self, request: Request, request_id: JsonId) -> Event:
         model = METHODS.get(request.method)
         if model is None:
-            raise RpcError(METHOD_NOT_FOUND, f"method not found: {request.method[:64]!r}")
+            raise method_not_found(request.method)
         if request.method not in self._implemented:
             raise RpcError(NOT_IMPLEMENTED, f"not implemented yet: {request.method}")
         return Call(request_id, request.method, _validate(model, request.params))
 
     def _initialize(self, params: dict[str, Any] | list[Any]) -> InitializeResult:
-        if self.state is ConnectionState.READY:
-            raise RpcError(INVALID_REQUEST, "invalid request: already initialized")
         # The major is checked before the rest: a client of another major may well send params
         # this version does not know, and "update" helps it more than "unknown param".
         version = params.get("protocolVersion") if isinstance(params, dict) else None
@@ -343,7 +285,6 @@ class DesiideConnection:
             raise RpcError(PROTOCOL_MISMATCH, mismatch_message(version))
         parsed = _validate(InitializeParams, params)
         assert isinstance(parsed, InitializeParams)
-        self.state = ConnectionState.READY
         self.client = parsed.client
         self.client_protocol_version = parsed.protocolVersion
         self.workspace_roots = tuple(dict.fromkeys(parsed.workspaceRoots))
@@ -354,10 +295,8 @@ class DesiideConnection:
 
 
 def _validate(model: type[BaseModel], params: dict[str, Any] | list[Any]) -> BaseModel:
-    if not isinstance(params, dict):
-        raise RpcError(INVALID_PARAMS, "invalid params: params must be an object")
     try:
-        return model.model_validate(params)
+        return model.model_validate(params_object(params))
     except ValidationError as exc:
         raise RpcError(INVALID_PARAMS, validation_message(exc)) from None
 
