@@ -25,7 +25,7 @@ from bridge.host.events import (
 from tests.host.fakes import FakeServices
 from tests.support.fake_acp_agent import fake_agent_command
 
-REPO = Path(__file__).resolve().parents[3]
+REPO = Path(__file__).resolve().parents[4]
 
 
 def make_spec(tmp_path: Path, **changes: Any) -> DriverSpec:
@@ -306,7 +306,7 @@ async def test_the_agent_dies_with_its_host_and_never_reads_eof(tmp_path: Path) 
         "from bridge.agents.acp import acp_driver_factory\n"
         "from bridge.host.driver import ToolVerdict\n"
         "from tests.host.fakes import FakeServices\n"
-        "from tests.agents.acp.test_driver import make_spec\n"
+        "from tests.integration.agents.acp.test_driver import make_spec\n"
         "async def main():\n"
         "    services = FakeServices(tool_policy=lambda n, a: ToolVerdict('none'))\n"
         "    driver = acp_driver_factory(make_spec(Path(sys.argv[1])), services)\n"

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 # Variables an outer make (``make test`` runs this test) or a shell would pass down.
 INHERITED = ("MAKEFLAGS", "MFLAGS", "MAKELEVEL", "MAKEFILES", "ARGS", "PYTEST_ARGS", "CHAOS_ARGS")
 PROGRAMS = ("python", "pytest", "ruff", "mypy", "codedeck-bridge")

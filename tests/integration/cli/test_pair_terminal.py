@@ -14,7 +14,7 @@ from bridge.control import ControlServer
 from bridge.nostr.keys import Keypair
 from tests.control.fake_handler import FakeHandler
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[3]
 PHONE = Keypair.from_secret("02" * 32)
 
 
