@@ -28,12 +28,18 @@ Pure: the clock is ``now``.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from typing import Any, Final, NamedTuple
+from collections.abc import Mapping
+from typing import Any, Final
 
 from bridge.engine.effects import TaskPolicy
-from bridge.engine.sessions.broker import BrokerResult, SessionCards
-from bridge.gate import GateContext, Outcome, describe_decision, evaluate, order_labels
+from bridge.engine.sessions.broker import (
+    AskedCall,
+    BrokerResult,
+    GateFacts,
+    SessionCards,
+    TaskJudging,
+)
+from bridge.gate import Outcome, describe_decision, evaluate, order_labels
 from bridge.gate.editor_calls import PROPOSE_EDIT, editor_tool, judged_calls
 
 __all__ = ["BUDGET_LABEL", "GATE_ERROR_LABEL", "NOT_ALLOWED_LABEL", "task_request"]
@@ -43,67 +49,25 @@ BUDGET_LABEL: Final = "budget:maxToolCalls"
 GATE_ERROR_LABEL: Final = "gate_error"
 
 
-class GateFacts(NamedTuple):
-    """The fields of the task's gate context, in :class:`GateContext`'s order (built late: a bad
-    value is a ``gate_error`` on the review, not an exception out of the request)."""
-
-    mode: str
-    cwd: str
-    roots: tuple[str, ...]
-    home: str
-    secrets: tuple[str, ...]
-
-
 def task_request(
-    cards: SessionCards,
-    policy: TaskPolicy,
-    request_id: str,
-    tool_name: str,
-    tool_input: Mapping[str, Any],
-    *,
-    mode: str,
-    cwd: str,
-    roots: Sequence[str],
-    home: str,
-    secrets: Sequence[str],
-    description: str | None,
-    now: float,
+    cards: SessionCards, policy: TaskPolicy, asked: AskedCall, facts: GateFacts, now: float
 ) -> BrokerResult:
-    """The verdict on one call of a task's agent (see the module docstring for the order)."""
-    tool = editor_tool(tool_name)
-    judged: list[tuple[str, dict[str, object]]] | None = None
-    if tool is not None:
-        refused = _refusal(cards, policy, request_id, tool_name, tool, tool_input, now)
-        if refused is not None:
-            return refused
-        judged = judged_calls(tool, tool_input)
-        if tool == PROPOSE_EDIT:
-            return _review(
-                cards,
-                request_id,
-                tool_name,
-                tool_input,
-                judged,
-                GateFacts(mode, cwd, tuple(roots), home, tuple(secrets)),
-                now,
-            )
-    # Not an editor tool (one the CLI asks about itself): the session's ordinary gate.
-    return cards.request(
-        request_id,
-        tool_name,
-        tool_input,
-        mode=mode,
-        cwd=cwd,
-        roots=roots,
-        home=home,
-        secrets=secrets,
-        description=description,
-        agent_id=None,
-        now=now,
-        judge_as=judged,
-        strict=policy.strict and judged is not None,
-        judge=policy.judge and judged is not None,
-    )
+    """The verdict on one call of a task's agent (see the module docstring for the order).
+
+    `facts` are the task's own: its roots are the editor's workspace alone."""
+    tool = editor_tool(asked.tool_name)
+    if tool is None:
+        # Not an editor tool (one the CLI asks about itself): the session's ordinary gate.
+        return cards.request(asked, facts, now)
+    request_id, tool_name, tool_input = asked.request_id, asked.tool_name, asked.tool_input
+    refused = _refusal(cards, policy, request_id, tool_name, tool, tool_input, now)
+    if refused is not None:
+        return refused
+    judged = judged_calls(tool, tool_input)
+    if tool == PROPOSE_EDIT:
+        return _review(cards, request_id, tool_name, tool_input, judged, facts, now)
+    judging = TaskJudging(judged, strict=policy.strict, judge=policy.judge)
+    return cards.request(asked, facts, now, judging)
 
 
 def _refusal(
@@ -141,7 +105,7 @@ def _review(
 ) -> BrokerResult:
     """An edit proposal: blocked when a file hits a deny rule, else the editor's review."""
     try:
-        context = GateContext(*facts)
+        context = facts.context()
         decisions = [evaluate(name, fields, context) for name, fields in judged]
     except Exception:
         # The gate could not judge a path: the editor still reviews every file.

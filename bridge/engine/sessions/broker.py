@@ -15,18 +15,21 @@ Order for a ``PermissionRequested`` (REFERENCE-BEHAVIOUR §1.9, with the risk ga
    card with the gate's reason labels in ``metadata.reasons``, answered by ``permission-res``
    (``always`` adds an allow rule for the tool; ``never`` only changes the deny text).
 
-A Desiide task's calls (:mod:`bridge.engine.editor.task_gate`) add two things: the verdict on an editor
-tool is the worst over the calls it amounts to (``judge_as``), and an edit proposal opens a
-``review`` card that only the editor answers (``edits.report``; the report rides to the tool as
-its input's ``report``). The editor's ``task.approve``/``task.reject`` answer permission cards as
-a phone's ``permission-res`` does; the first answer wins.
+A Desiide task's calls (:mod:`bridge.engine.editor.task_gate`) add two things: the verdict on
+an editor tool is the worst over the calls it amounts to (``judge_as``), and an edit proposal
+opens a ``review`` card that only the editor answers (``edits.report``; the report rides to the
+tool as its input's ``report``). The editor's ``task.approve``/``task.reject`` answer permission
+cards as a phone's ``permission-res`` does; the first answer wins.
 
 Cards time out after an hour (denied). ``interrupt``, a restart, the end or a close of the
 session deny every card of it. Every verdict is appended to the ``decisions`` audit log.
 
 The cards and the call history of one session live in its :class:`SessionCards` (held by the
-session's state in the engine), so whatever ends a session ends its cards with it. Turning a
-:class:`BrokerResult` into effects (transcript lines, the audit rows, the answers) is the engine's
+session's state in the engine), so whatever ends a session ends its cards with it. A call that
+asks is routed by its tool's name (:data:`Route`, the four steps above), each route one method
+of :meth:`SessionCards.request`; what each kind of card holds and the lines it shows are
+:mod:`bridge.engine.sessions.card_kinds`. Turning a :class:`BrokerResult` into effects
+(transcript lines, the audit rows, the answers) is the engine's
 :mod:`bridge.engine.sessions.cards`.
 
 Pure: the clock is ``now``; entries, answers and log rows come back as data for the engine.
@@ -36,9 +39,17 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal, assert_never
 
 from bridge.engine.effects import AnswerPermission, RecordDecision, SetRunnerOption
+from bridge.engine.sessions.card_kinds import (
+    Card,
+    permission_line,
+    plan_lines,
+    question_lines,
+    question_options,
+    review_line,
+)
 from bridge.engine.timefmt import iso
 from bridge.gate import (
     CallHistory,
@@ -51,30 +62,96 @@ from bridge.gate import (
 )
 from bridge.gate.editor_calls import JUDGE_LABEL, STRICT_LABEL
 from bridge.protocol import OutputEntry
+from bridge.records import record
 
-__all__ = ["CARD_TIMEOUT_SECONDS", "BrokerResult", "Card", "SessionCards"]
+__all__ = [
+    "CARD_TIMEOUT_SECONDS",
+    "AskedCall",
+    "BrokerResult",
+    "Card",
+    "GateFacts",
+    "SessionCards",
+    "TaskJudging",
+]
 
 CARD_TIMEOUT_SECONDS = 3600.0
 ASK_QUESTION = "AskUserQuestion"
 EXIT_PLAN = "ExitPlanMode"
 ENTER_PLAN = "EnterPlanMode"
 
+Route = Literal["question", "enter_plan", "plan", "gate"]
+"""Where a call that asks goes: by its tool's name, else to the risk gate."""
 
-@dataclass(slots=True)
-class Card:
-    """A question the phone has to answer before the agent goes on."""
+_ROUTES: Mapping[str, Route] = {
+    ASK_QUESTION: "question",
+    ENTER_PLAN: "enter_plan",
+    EXIT_PLAN: "plan",
+}
 
-    session_id: str
+
+def _route(tool_name: str) -> Route:
+    return _ROUTES.get(tool_name, "gate")
+
+
+@record
+class AskedCall:
+    """One tool call the agent asks about, as the runner reported it.
+
+    Attributes:
+        request_id: the runner's id for the ask (the card's ``tool_use_id``).
+        tool_name: the tool as the agent named it.
+        tool_input: the call's input; the card and the audit row keep a copy.
+        description: the agent's own words for the call (a permission card's title).
+        agent_id: the subagent that made the call, or None for the session's agent.
+    """
+
     request_id: str
-    kind: str  # "permission" | "plan" | "question" | "review"
     tool_name: str
-    tool_input: dict[str, Any]
-    created_at: float
-    questions: list[dict[str, Any]] = field(default_factory=list)
-    answers: dict[int, str] = field(default_factory=dict)
-    """Answers by question index (two questions may share a text)."""
-    reasons: tuple[str, ...] = ()
-    """The gate's reason labels (a permission or review card)."""
+    tool_input: Mapping[str, Any]
+    description: str | None = None
+    agent_id: str | None = None
+
+
+@record
+class GateFacts:
+    """The session facts the gate judges a call by (:class:`~bridge.gate.GateContext`'s fields).
+
+    Kept as plain values and turned into a context only when the gate runs
+    (:meth:`context`): a bad value is then the gate failing on that call (a card, or a review
+    labelled ``gate_error``), not an exception out of the request.
+    """
+
+    mode: str
+    cwd: str
+    roots: tuple[str, ...]
+    home: str
+    secrets: tuple[str, ...]
+
+    def context(self) -> GateContext:
+        """The gate's context (raises ``ValueError`` as :class:`GateContext` does)."""
+        return GateContext(
+            mode=self.mode, cwd=self.cwd, roots=self.roots, home=self.home, secrets=self.secrets
+        )
+
+
+@record
+class TaskJudging:
+    """How the gate judges an editor tool's call of a Desiide task
+    (:mod:`bridge.engine.editor.task_gate`).
+
+    Attributes:
+        judge_as: the calls of the gate's vocabulary the call amounts to
+            (:mod:`bridge.gate.editor_calls`): the verdict is the worst over them, while the
+            card and the audit row keep the call as the agent made it.
+        strict: the task's strict mode: an allow becomes a card labelled
+            ``policy_override:strict_mode``.
+        judge: the editor's judge is on: an allow becomes a card labelled ``jev:pending``,
+            which the orchestrator answers once its judge has spoken.
+    """
+
+    judge_as: Sequence[tuple[str, Mapping[str, object]]]
+    strict: bool = False
+    judge: bool = False
 
 
 @dataclass(slots=True)
@@ -103,7 +180,8 @@ class SessionCards:
         self._cards: dict[str, Card] = {}
         self._history = CallHistory()
         self.tool_calls = 0
-        """Editor tool calls asked about (a Desiide task's budget, :mod:`.task_gate`)."""
+        """Editor tool calls asked about (a Desiide task's budget,
+        :mod:`bridge.engine.editor.task_gate`)."""
 
     # --- queries -------------------------------------------------------------------------------
 
@@ -128,173 +206,180 @@ class SessionCards:
 
     def request(
         self,
-        request_id: str,
-        tool_name: str,
-        tool_input: Mapping[str, Any],
-        *,
-        mode: str,
-        cwd: str,
-        roots: Sequence[str],
-        home: str,
-        secrets: Sequence[str],
-        description: str | None,
-        agent_id: str | None,
+        asked: AskedCall,
+        facts: GateFacts,
         now: float,
-        judge_as: Sequence[tuple[str, Mapping[str, object]]] | None = None,
-        strict: bool = False,
-        judge: bool = False,
+        judging: TaskJudging | None = None,
     ) -> BrokerResult:
-        """One call asks: a card, or the gate's own verdict.
+        """One call asks: a card, or the gate's own verdict (the order: the module docstring).
 
-        `judge_as` gives the calls of the gate's vocabulary this call amounts to (an editor
-        tool, :mod:`bridge.gate.editor_calls`): the verdict is the worst over them, while
-        the card and the audit row keep the call as the agent made it. `strict` (a task in the
-        editor's strict mode) turns an allow into a card labelled ``policy_override:strict_mode``;
-        `judge` (the editor's judge is on) into a card labelled ``jev:pending``, which the
-        orchestrator answers once its judge has spoken.
+        `judging` is set for an editor tool of a Desiide task
+        (:mod:`bridge.engine.editor.task_gate`): how the gate judges it in place of the call as
+        made.
         """
-        session_id = self.session_id
+        route = _route(asked.tool_name)
+        match route:
+            case "question":
+                return self._question_card(asked, now)
+            case "enter_plan":
+                return self._enter_plan(asked, now)
+            case "plan":
+                return self._plan_card(asked, now)
+            case "gate":
+                return self._gate(asked, facts, now, judging)
+            case _:  # pragma: no cover - closed union
+                assert_never(route)
+
+    def _question_card(self, asked: AskedCall, now: float) -> BrokerResult:
+        """``AskUserQuestion``: one line per question, answered in order (no usable question:
+        denied, the agent reads why)."""
         result = BrokerResult()
         ts = _timestamp(now)
-        data = dict(tool_input)
-        if tool_name == ASK_QUESTION:
-            raw = data.get("questions")
-            questions = [q for q in raw if isinstance(q, dict)] if isinstance(raw, list) else []
-            if not questions:
-                result.answers.append(
-                    AnswerPermission(session_id, request_id, False, "No question to ask.")
-                )
-                result.decisions.append(
-                    _decision(ts, session_id, tool_name, "block", (), "no usable question")
-                )
-                return result
-            card = Card(session_id, request_id, "question", tool_name, data, now, questions)
-            self._cards[request_id] = card
-            for index, question in enumerate(questions):
-                metadata: dict[str, Any] = {
-                    "special": "ask_question",
-                    "tool_use_id": request_id,
-                    "options": _options(question),
-                    "question_index": index,
-                    "question_count": len(questions),
-                }
-                if question.get("header"):
-                    metadata["header"] = str(question["header"])
-                if question.get("multiSelect"):
-                    metadata["multiSelect"] = True
-                result.entries.append(
-                    OutputEntry(
-                        entryType="system",
-                        content=str(question.get("question", "")),
-                        timestamp=ts,
-                        metadata=metadata,
-                    )
-                )
-            result.decisions.append(_decision(ts, session_id, tool_name, "card", (), "question"))
-            return result
-        if tool_name == ENTER_PLAN:
-            result.answers.append(AnswerPermission(session_id, request_id, True))
-            result.decisions.append(_decision(ts, session_id, tool_name, "allow", (), "plan mode"))
-            return result
-        if tool_name == EXIT_PLAN:
-            plan = str(data.get("plan") or "")
-            self._cards[request_id] = Card(session_id, request_id, "plan", tool_name, data, now)
-            if plan:
-                result.entries.append(
-                    OutputEntry(
-                        entryType="text",
-                        content=plan,
-                        timestamp=ts,
-                        metadata={
-                            "role": "assistant",
-                            "special": "plan",
-                            "tool_use_id": request_id,
-                        },
-                    )
-                )
-            result.entries.append(
-                OutputEntry(
-                    entryType="system",
-                    content="Plan approval needed",
-                    timestamp=ts,
-                    metadata={
-                        "special": "plan_approval",
-                        "tool_use_id": request_id,
-                        "has_plan": bool(plan),
-                    },
-                )
+        data = dict(asked.tool_input)
+        raw = data.get("questions")
+        questions = [q for q in raw if isinstance(q, dict)] if isinstance(raw, list) else []
+        if not questions:
+            result.answers.append(
+                AnswerPermission(self.session_id, asked.request_id, False, "No question to ask.")
             )
-            result.decisions.append(_decision(ts, session_id, tool_name, "card", (), "plan"))
+            result.decisions.append(
+                _decision(ts, self.session_id, asked.tool_name, "block", (), "no usable question")
+            )
             return result
+        self._open(
+            Card(
+                self.session_id, asked.request_id, "question", asked.tool_name, data, now, questions
+            )
+        )
+        result.entries.extend(question_lines(asked.request_id, questions, ts))
+        result.decisions.append(
+            _decision(ts, self.session_id, asked.tool_name, "card", (), "question")
+        )
+        return result
+
+    def _enter_plan(self, asked: AskedCall, now: float) -> BrokerResult:
+        """``EnterPlanMode``: allowed; the agent switches itself and the runner reports it."""
+        result = BrokerResult()
+        result.answers.append(AnswerPermission(self.session_id, asked.request_id, True))
+        result.decisions.append(
+            _decision(_timestamp(now), self.session_id, asked.tool_name, "allow", (), "plan mode")
+        )
+        return result
+
+    def _plan_card(self, asked: AskedCall, now: float) -> BrokerResult:
+        """``ExitPlanMode``: the plan as a text line, then the approval card (keys 1-3)."""
+        ts = _timestamp(now)
+        data = dict(asked.tool_input)
+        self._open(Card(self.session_id, asked.request_id, "plan", asked.tool_name, data, now))
+        result = BrokerResult()
+        result.entries.extend(plan_lines(asked.request_id, str(data.get("plan") or ""), ts))
+        result.decisions.append(_decision(ts, self.session_id, asked.tool_name, "card", (), "plan"))
+        return result
+
+    def _gate(
+        self, asked: AskedCall, facts: GateFacts, now: float, judging: TaskJudging | None
+    ) -> BrokerResult:
+        """Any other tool: the risk gate blocks, allows, or asks with a permission card."""
+        data = dict(asked.tool_input)
+        decision, failure = self._verdict(asked.tool_name, data, facts, judging)
+        match decision.outcome:
+            case Outcome.BLOCK:
+                text = describe_decision(decision)
+                answer = AnswerPermission(self.session_id, asked.request_id, False, text)
+                return self._answered(asked, data, answer, decision, text, now)
+            case Outcome.ALLOW:
+                answer = AnswerPermission(self.session_id, asked.request_id, True)
+                return self._answered(asked, data, answer, decision, f"mode {facts.mode}", now)
+            case Outcome.ASK:
+                return self._permission_card(asked, data, decision, failure, now)
+            case _:  # pragma: no cover - closed union
+                assert_never(decision.outcome)
+
+    def _answered(
+        self,
+        asked: AskedCall,
+        data: Mapping[str, Any],
+        answer: AnswerPermission,
+        decision: GateDecision,
+        detail: str,
+        now: float,
+    ) -> BrokerResult:
+        """The gate decided alone: the answer, and its audit row with the call."""
+        row = _decision(
+            _timestamp(now),
+            self.session_id,
+            asked.tool_name,
+            decision.outcome.value,
+            decision.reasons,
+            detail,
+            data,
+        )
+        return BrokerResult(answers=[answer], decisions=[row])
+
+    def _permission_card(
+        self,
+        asked: AskedCall,
+        data: dict[str, Any],
+        decision: GateDecision,
+        failure: str | None,
+        now: float,
+    ) -> BrokerResult:
+        """The gate asks: a ``permission_request`` card with its reasons (or why the gate could
+        not judge), answered by ``permission-res``."""
+        card = Card(
+            self.session_id,
+            asked.request_id,
+            "permission",
+            asked.tool_name,
+            data,
+            now,
+            reasons=decision.reasons,
+        )
+        self._open(card)
+        ts = _timestamp(now)
+        reason_text = describe_decision(decision) if decision.reasons else failure
+        row = _decision(
+            ts, self.session_id, asked.tool_name, "card", decision.reasons, failure, data
+        )
+        return BrokerResult(
+            entries=[permission_line(card, reason_text, asked.description, asked.agent_id, ts)],
+            decisions=[row],
+        )
+
+    def _verdict(
+        self,
+        tool_name: str,
+        data: Mapping[str, Any],
+        facts: GateFacts,
+        judging: TaskJudging | None,
+    ) -> tuple[GateDecision, str | None]:
+        """The gate's decision on one call, and why the gate could not judge it (else None).
+
+        A gate that fails (no usable workspace context, or a bug such as a RecursionError on
+        deep input) asks: never an auto-allow, never a stopped session; only the exception's
+        type is kept, as its message may quote the tool input. An editor task's strict mode or
+        judge turns an allow into a card with its label.
+        """
         repeats = self._history.record(tool_name, data)
-        gate_failure: str | None = None
         try:
-            context = GateContext(
-                mode=mode, cwd=cwd, roots=tuple(roots), home=home, secrets=tuple(secrets)
-            )
-            if judge_as is None:
+            context = facts.context()
+            if judging is None:
                 decision = evaluate(tool_name, data, context, repeat_count=repeats)
             else:
                 decision = _worst(
-                    [evaluate(n, i, context, repeat_count=repeats) for n, i in judge_as]
+                    [evaluate(n, i, context, repeat_count=repeats) for n, i in judging.judge_as]
                 )
         except Exception as exc:
-            # No usable workspace context, or a bug in the gate (a RecursionError on deep
-            # input, ...): never auto-allow, never stop the session; the user decides on a card.
-            # Only the type is kept: the message may quote the tool input.
-            decision = None
-            gate_failure = f"the gate could not judge this call ({type(exc).__name__})"
-        if strict and decision is not None and decision.outcome is Outcome.ALLOW:
-            decision = GateDecision(Outcome.ASK, (*decision.reasons, STRICT_LABEL))
-        elif judge and decision is not None and decision.outcome is Outcome.ALLOW:
-            decision = GateDecision(Outcome.ASK, (*decision.reasons, JUDGE_LABEL))
-        if decision is not None and decision.outcome is Outcome.BLOCK:
-            text = describe_decision(decision)
-            result.answers.append(AnswerPermission(session_id, request_id, False, text))
-            result.decisions.append(
-                _decision(ts, session_id, tool_name, "block", decision.reasons, text, data)
-            )
-            return result
-        if decision is not None and decision.outcome is Outcome.ALLOW:
-            result.answers.append(AnswerPermission(session_id, request_id, True))
-            result.decisions.append(
-                _decision(
-                    ts, session_id, tool_name, "allow", decision.reasons, f"mode {mode}", data
-                )
-            )
-            return result
-        reasons = decision.reasons if decision is not None else ()
-        self._cards[request_id] = Card(
-            session_id, request_id, "permission", tool_name, data, now, reasons=tuple(reasons)
-        )
-        metadata = {
-            "special": "permission_request",
-            "tool_name": tool_name,
-            "tool_use_id": request_id,
-            "tool_input": data,
-            "reasons": list(reasons),
-        }
-        if reasons and decision is not None:
-            metadata["reason_text"] = describe_decision(decision)
-        elif gate_failure is not None:
-            metadata["reason_text"] = gate_failure
-        if description:
-            metadata["description"] = description
-        if agent_id:
-            metadata["subagent"] = True
-            metadata["agent_id"] = agent_id
-        result.entries.append(
-            OutputEntry(
-                entryType="system",
-                content=description or f"Permission needed: {tool_name}",
-                timestamp=ts,
-                metadata=metadata,
-            )
-        )
-        result.decisions.append(
-            _decision(ts, session_id, tool_name, "card", reasons, gate_failure, data)
-        )
-        return result
+            failure = f"the gate could not judge this call ({type(exc).__name__})"
+            return GateDecision(Outcome.ASK, ()), failure
+        if judging is not None and decision.outcome is Outcome.ALLOW:
+            label = STRICT_LABEL if judging.strict else JUDGE_LABEL if judging.judge else None
+            if label is not None:
+                decision = GateDecision(Outcome.ASK, (*decision.reasons, label))
+        return decision, None
+
+    def _open(self, card: Card) -> None:
+        self._cards[card.request_id] = card
 
     def block(
         self,
@@ -329,26 +414,15 @@ class SessionCards:
         approval: it never raises a permission card too.
         """
         data = dict(tool_input)
-        self._cards[request_id] = Card(
+        card = Card(
             self.session_id, request_id, "review", tool_name, data, now, reasons=tuple(reasons)
         )
+        self._open(card)
         files = data.get("files")
         count = len(files) if isinstance(files, list) else 0
-        summary = data.get("summary")
-        text = f"Edit proposed ({count} file{'s' if count != 1 else ''}): review it in the editor"
-        if isinstance(summary, str) and summary.strip():
-            text = f"{text}. {summary.strip()[:500]}"
-        metadata: dict[str, Any] = {
-            "special": "edit_review",
-            "tool_name": tool_name,
-            "tool_use_id": request_id,
-            "reasons": list(reasons),
-        }
         ts = _timestamp(now)
         result = BrokerResult()
-        result.entries.append(
-            OutputEntry(entryType="system", content=text, timestamp=ts, metadata=metadata)
-        )
+        result.entries.append(review_line(card, count, ts))
         result.decisions.append(
             _decision(ts, self.session_id, tool_name, "review", reasons, f"{count} files", data)
         )
@@ -458,7 +532,7 @@ class SessionCards:
         index = next(i for i in range(len(card.questions)) if i not in card.answers)
         question = card.questions[index]
         if option is not None:
-            options = _options(question)
+            options = question_options(question)
             if not 1 <= option <= len(options):
                 return BrokerResult()  # a key outside the options changes nothing
             answer = options[option - 1]["label"]
@@ -526,20 +600,6 @@ def _worst(decisions: Sequence[GateDecision]) -> GateDecision:
     if any(d.outcome is Outcome.ASK for d in decisions):
         return GateDecision(Outcome.ASK, reasons)
     return GateDecision(Outcome.ALLOW, reasons)
-
-
-def _options(question: Mapping[str, Any]) -> list[dict[str, str]]:
-    raw = question.get("options")
-    out: list[dict[str, str]] = []
-    for option in raw if isinstance(raw, list) else []:
-        if isinstance(option, dict) and option.get("label") is not None:
-            item = {"label": str(option["label"])}
-            if option.get("description"):
-                item["description"] = str(option["description"])
-            out.append(item)
-        elif isinstance(option, str):
-            out.append({"label": option})
-    return out
 
 
 def _decision(

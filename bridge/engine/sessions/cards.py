@@ -1,8 +1,8 @@
 """Permission cards as the engine runs them: from a tool call's question to the runner's answer.
 
 The rules of the cards themselves (which tool gets which card, what each key means) are the
-per-session :class:`~bridge.engine.sessions.broker.SessionCards`. This component turns what they decide
-into effects, always in the same order:
+per-session :class:`~bridge.engine.sessions.broker.SessionCards`. This component turns what they
+decide into effects, always in the same order:
 
 1. one ``Commit`` with the audit rows (``RecordDecision``) and the card's transcript lines, so
    nothing about a card leaves before it is durable;
@@ -35,7 +35,7 @@ from bridge.engine.effects import (
 from bridge.engine.host import EngineConfig
 from bridge.engine.inputs import PermissionRequested, PermissionStillPending, ToolBlocked
 from bridge.engine.phones.paired import PhoneBook
-from bridge.engine.sessions.broker import BrokerResult, Card
+from bridge.engine.sessions.broker import AskedCall, BrokerResult, Card, GateFacts
 from bridge.engine.state import SessionState, SessionTable
 from bridge.engine.timefmt import iso
 from bridge.engine.transcript import Transcript
@@ -121,34 +121,20 @@ class Cards:
     def _ask(self, state: SessionState, event: PermissionRequested, now: float) -> BrokerResult:
         """The session's cards take one call (a card, or the gate's own verdict)."""
         record = state.record
+        config = self._config
+        mode = record.permission_mode or "default"
         if record.task is not None:
-            return task_request(
-                state.cards,
-                record.task,
-                event.request_id,
-                event.tool_name,
-                event.tool_input,
-                mode=record.permission_mode or "default",
-                cwd=record.cwd,
-                roots=(record.cwd,),  # the editor's workspace: the task's only root
-                home=self._config.home,
-                secrets=self._config.secrets,
-                description=event.description,
-                now=now,
+            # The editor's workspace is the task's only root; a task's calls name no subagent.
+            facts = GateFacts(mode, record.cwd, (record.cwd,), config.home, config.secrets)
+            asked = AskedCall(
+                event.request_id, event.tool_name, event.tool_input, event.description
             )
-        return state.cards.request(
-            event.request_id,
-            event.tool_name,
-            event.tool_input,
-            mode=record.permission_mode or "default",
-            cwd=record.cwd,
-            roots=self._config.roots,
-            home=self._config.home,
-            secrets=self._config.secrets,
-            description=event.description,
-            agent_id=event.agent_id,
-            now=now,
+            return task_request(state.cards, record.task, asked, facts, now)
+        facts = GateFacts(mode, record.cwd, tuple(config.roots), config.home, config.secrets)
+        asked = AskedCall(
+            event.request_id, event.tool_name, event.tool_input, event.description, event.agent_id
         )
+        return state.cards.request(asked, facts, now)
 
     @staticmethod
     def on_tool_blocked(event: ToolBlocked, now: float) -> list[Effect]:
