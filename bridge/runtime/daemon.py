@@ -54,7 +54,7 @@ import os
 import shutil
 import signal
 import uuid
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 
 from bridge.agents.base import RunnerFactory
@@ -62,7 +62,7 @@ from bridge.agents.workspace_tools.leftovers import reap_host
 from bridge.config import Settings
 from bridge.control.server import CONTROL_SOCKET_NAME, ControlServer, ControlSocketError
 from bridge.engine.agents import ConfiguredAgent
-from bridge.engine.core import Engine, EngineConfig
+from bridge.engine.core import Engine, EngineConfig, EngineState
 from bridge.engine.effects import Publish
 from bridge.engine.inputs import CommandEventReceived, Input
 from bridge.logs import register_secret
@@ -71,6 +71,7 @@ from bridge.nostr.nip44 import ConversationKeyCache, decrypt
 from bridge.nostr.pool import RelayPool
 from bridge.nostr.relay import RelayEventReceived
 from bridge.protocol.kinds import COMMAND_KIND
+from bridge.records import record
 from bridge.runtime.boot import load_engine_state
 from bridge.runtime.clock import Clock, SystemClock
 from bridge.runtime.commit import Committer
@@ -109,13 +110,70 @@ RELAY_DIR_NAME = "relay"
 OUTBOX_RETRY_AGE = 60
 """Seconds a durable reply waits in the outbox before the periodic retry sends it again."""
 LOOP_STOP_WAIT = 10.0
+"""How long shutdown waits for the engine loop to finish its current input."""
 SETTLE_TIMEOUT = 15.0
 """How long the phones' commands wait at start for the session hosts to be adopted."""
-"""How long shutdown waits for the engine loop to finish its current input."""
 
 
 class DaemonError(Exception):
     """The daemon cannot start or run; the message says why and what to do."""
+
+
+@record
+class _Relays:
+    """The relays the pool dials, and the ones phones are told about (the same, except for the
+    embedded relay: dialled in process, announced by its public URL)."""
+
+    dial: tuple[str, ...]
+    public: tuple[str, ...]
+
+
+class _HeldCommands:
+    """The phones' commands from the relays, held at a start until :meth:`release`.
+
+    A phone may answer a card the previous daemon showed; the card is back only once its
+    session host re-presented it, so the commands wait for the hosts to settle, then follow
+    their replay in the loop's queue (:meth:`EngineLoop.fence`).
+    """
+
+    def __init__(self, feed: Callable[[Input], None]) -> None:
+        self._feed = feed
+        self._held: list[CommandEventReceived] | None = []
+
+    def on_relay_event(self, received: RelayEventReceived) -> None:
+        if received.event.kind != COMMAND_KIND:
+            return
+        command = CommandEventReceived(received.event)
+        if self._held is not None:
+            self._held.append(command)
+        else:
+            self._feed(command)
+
+    def release(self) -> None:
+        """Feed the held commands in their order; from now on each goes straight through."""
+        held, self._held = self._held or [], None
+        for command in held:
+            self._feed(command)
+
+
+@record
+class _Parts:
+    """The daemon's parts, built and wired by :meth:`Daemon._assemble`, started by
+    :meth:`Daemon.serve` in order."""
+
+    engine: Engine
+    loop: EngineLoop
+    commits: CommitWatcher
+    agents: AgentEnvironment
+    runners: RunnerManager
+    errands: Errands
+    commands: _HeldCommands
+    pool: RelayPool
+    control: DaemonControl
+    status: StatusReporter
+    subscriptions: Subscriptions
+    periodic: PeriodicWork
+    server: ControlServer
 
 
 class Daemon:
@@ -158,6 +216,7 @@ class Daemon:
         self.embedded: EmbeddedRelay | None = None
         self.engine: Engine | None = None
         self.registration: RelayRegistration | None = None
+        self._loop_task: asyncio.Task[None] | None = None
 
     def _critical_exit(self, name: str, exc: BaseException | None) -> None:
         """A task the daemon cannot live without ended: stop, loudly (see the docstring)."""
@@ -175,58 +234,82 @@ class Daemon:
     async def serve(self, stop: asyncio.Event) -> None:
         """Run until `stop` is set or a critical task ends, then shut down in order.
 
+        The start and the shutdown, step by step, are the module docstring's.
+
         Raises:
             DaemonError: a start-up step failed, or a critical task ended.
         """
-        settings, clock = self.settings, self.clock
         state = await load_engine_state(self.db)
         await self.outbound.load_clock()
-        if settings.register_url and settings.register_token_file:
-            try:
-                token = read_token_file(settings.register_token_file, "register_token_file")
-            except RegistrationError as exc:
-                raise DaemonError(str(exc)) from None
-            register_secret(token)
-            self.registration = RelayRegistration(settings.register_url, token)
-            self.registration.register_bridge(
-                self.keypair.public_hex, f"bridge {settings.machine_name}"
-            )
-        urls = list(settings.relays)
-        public_relays = list(settings.relays)
-        if settings.uses_embedded_relay:
-            self.embedded = await self._start_embedded()
-            urls = [self.embedded.local_url]
-            public_relays = [self.embedded.public_url()]
-        engine = self.engine = Engine(
-            EngineConfig(
-                bridge_pubkey=self.keypair.public_hex,
-                machine=settings.machine_name,
-                host="service" if os.environ.get("INVOCATION_ID") else "cli",
-                relays=tuple(public_relays),
-                roots=tuple(str(p) for p in settings.workspaces),
-                env_api_key=os.environ.get("ANTHROPIC_API_KEY"),
-                home=str(Path.home()),
-                secrets=hidden_paths(
-                    str(Path.home()),
-                    str(settings.home),
-                    secret_files=bridge_secret_files(settings, os.environ),
-                    extra=settings.sandbox.hide,
-                    unhidden=settings.sandbox.unhide,
-                ),
-                agents=tuple(ConfiguredAgent(a.agent_id, a.label) for a in settings.agents),
-            ),
-            state,
-            decrypt=lambda author, payload: decrypt(payload, self._keys.get(author)),
-            new_id=lambda: str(uuid.uuid4()),
-            now=clock.wall(),
+        self._register_bridge()
+        relays = await self._relays()
+        parts = self._assemble(state, relays)
+        try:
+            await self._serve_control(parts.server)
+            await self._connect_relays(parts)
+            await parts.errands.scan_folders()  # no outbox retry: each relay's first open re-sends
+            await self._stop_orphan_hosts(parts.engine)
+            await self._boot(parts.loop)
+            self._loop_task = self.tasks.spawn(parts.loop.run(), "the engine loop", critical=True)
+            # Agents take seconds to start: nothing waits for their check.
+            self.tasks.spawn(parts.agents.check_agents(), "the ACP agents' check")
+            await self._settle_hosts(parts.runners)
+            parts.loop.fence()  # the commands come after the hosts' replay (InputQueue)
+            parts.commands.release()
+            self.tasks.spawn(parts.periodic.run(), "the periodic work", critical=True)
+            parts.commits.start()
+            self._announce(relays)
+            self._start_watchdog(parts.status)
+            await race(stop.wait(), self._failed.wait())
+        finally:
+            await self._shut_down(parts)
+        if self._failure is not None:
+            raise DaemonError(f"{self._failure}; see the log above")
+
+    def _register_bridge(self) -> None:
+        """Register with the relay operator's registry, when the settings name one."""
+        settings = self.settings
+        if not (settings.register_url and settings.register_token_file):
+            return
+        try:
+            token = read_token_file(settings.register_token_file, "register_token_file")
+        except RegistrationError as exc:
+            raise DaemonError(str(exc)) from None
+        register_secret(token)
+        self.registration = RelayRegistration(settings.register_url, token)
+        self.registration.register_bridge(
+            self.keypair.public_hex, f"bridge {settings.machine_name}"
         )
-        commits = CommitWatcher(lambda event: loop.feed(event), record_of=engine.session)
+
+    async def _relays(self) -> _Relays:
+        """The relays to dial and to announce: the configured ones, else the embedded relay
+        (started here)."""
+        if not self.settings.uses_embedded_relay:
+            return _Relays(tuple(self.settings.relays), tuple(self.settings.relays))
+        self.embedded = await self._start_embedded()
+        return _Relays((self.embedded.local_url,), (self.embedded.public_url(),))
+
+    def _assemble(self, state: EngineState, relays: _Relays) -> _Parts:
+        """Build every part and wire them together; nothing starts yet.
+
+        Every part hands its inputs to the engine loop through one `feed`. The loop is built
+        last (it needs the effect runner, which needs the other parts), so `feed` finds it when
+        called: nothing can be fed before :meth:`serve` awaits its first start step.
+        """
+        settings, clock = self.settings, self.clock
+        engine = self.engine = self._build_engine(state, relays)
+        loop: EngineLoop  # built last: see above
+
+        def feed(event: Input) -> None:
+            loop.feed(event)
+
+        commits = CommitWatcher(feed, record_of=engine.session)
 
         def on_agent_event(event: Input) -> None:
             commits.observe(event)
-            loop.feed(event)
+            feed(event)
 
-        agents = AgentEnvironment(settings, engine, lambda event: loop.feed(event))
+        agents = AgentEnvironment(settings, engine, feed)
         try:
             factory = self._runner_factory or agents.runner_factory(
                 self.launcher,
@@ -244,26 +327,15 @@ class Daemon:
             hidden=engine.config.secrets,
         )
         errands = Errands(
-            lambda event: loop.feed(event),
+            feed,
             settings.workspaces,
             list_models=lambda agent: agents.list_models(runners, agent),
         )
-
-        # Phones' commands wait until the sessions' hosts were adopted (see `settle`).
-        held: list[CommandEventReceived] | None = []
-
-        def on_relay_event(received: RelayEventReceived) -> None:
-            if received.event.kind == COMMAND_KIND:
-                command = CommandEventReceived(received.event)
-                if held is not None:
-                    held.append(command)
-                else:
-                    loop.feed(command)
-
+        commands = _HeldCommands(feed)
         pool = RelayPool(
-            urls,
+            list(relays.dial),
             self.keypair,
-            on_event=on_relay_event,
+            on_event=commands.on_relay_event,
             on_open=self.outbound.on_relay_open,
             # The embedded relay is reached in process (bridge.relay.local), not by a socket.
             dialers={self.embedded.local_url: self.embedded.dial} if self.embedded else None,
@@ -274,9 +346,9 @@ class Daemon:
             keypair=self.keypair,
             machine=settings.machine_name,
             home=str(settings.home),
-            public_relays=public_relays,
+            public_relays=list(relays.public),
             embedded_url=self.embedded.public_url() if self.embedded else None,
-            feed=lambda event: loop.feed(event),
+            feed=feed,
             pending_inputs=lambda: loop.pending,
             wall=clock.wall,
             registration=self.registration,
@@ -295,12 +367,10 @@ class Daemon:
             errands=errands,
             subscriptions=subscriptions,
             notify=control.notify,
-            feed=lambda event: loop.feed(event),
+            feed=feed,
         )
         loop = EngineLoop(engine, effects, clock)
-        control.tasks = DaemonTasks(
-            engine=engine, db=self.db, feed=lambda event: loop.feed(event), progress=loop.progress
-        )
+        control.tasks = DaemonTasks(engine=engine, db=self.db, feed=feed, progress=loop.progress)
         periodic = PeriodicWork(
             scan_folders=errands.scan_folders,
             retry_outbox=lambda: self.outbound.retry_outbox(older_than=OUTBOX_RETRY_AGE),
@@ -309,70 +379,111 @@ class Daemon:
             monotonic=clock.monotonic,
         )
         server = ControlServer(settings.home / CONTROL_SOCKET_NAME, control)
-        loop_task: asyncio.Task[None] | None = None
+        return _Parts(
+            engine=engine,
+            loop=loop,
+            commits=commits,
+            agents=agents,
+            runners=runners,
+            errands=errands,
+            commands=commands,
+            pool=pool,
+            control=control,
+            status=status,
+            subscriptions=subscriptions,
+            periodic=periodic,
+            server=server,
+        )
+
+    def _build_engine(self, state: EngineState, relays: _Relays) -> Engine:
+        settings = self.settings
+        home = str(Path.home())
+        config = EngineConfig(
+            bridge_pubkey=self.keypair.public_hex,
+            machine=settings.machine_name,
+            host="service" if os.environ.get("INVOCATION_ID") else "cli",
+            relays=relays.public,
+            roots=tuple(str(p) for p in settings.workspaces),
+            env_api_key=os.environ.get("ANTHROPIC_API_KEY"),
+            home=home,
+            secrets=hidden_paths(
+                home,
+                str(settings.home),
+                secret_files=bridge_secret_files(settings, os.environ),
+                extra=settings.sandbox.hide,
+                unhidden=settings.sandbox.unhide,
+            ),
+            agents=tuple(ConfiguredAgent(a.agent_id, a.label) for a in settings.agents),
+        )
+        return Engine(
+            config,
+            state,
+            decrypt=lambda author, payload: decrypt(payload, self._keys.get(author)),
+            new_id=lambda: str(uuid.uuid4()),
+            now=self.clock.wall(),
+        )
+
+    async def _serve_control(self, server: ControlServer) -> None:
         try:
-            try:
-                await server.start()
-            except ControlSocketError as exc:
-                raise DaemonError(str(exc)) from None
-            await pool.start()
-            # After a suspend the relays are dialled at once, not when the backoff says.
-            self.tasks.spawn(watch_wakes(lambda _: pool.reconnect_now("woke up")), "the wake watch")
-            self.outbound.start(pool)
-            await subscriptions.refresh()
-            # No outbox retry here: each relay's first open re-sends what it is missing.
-            await errands.scan_folders()
-            await self._stop_orphan_hosts(engine)
-            try:
-                await loop.boot()
-            except EngineFailure as exc:
-                # Memory may be ahead of the store: no farewell heartbeat (see the docstring).
-                self._critical_exit("the boot", exc)
-                raise DaemonError(f"the boot stopped ({exc}); see the log above") from exc
-            loop_task = self.tasks.spawn(loop.run(), "the engine loop", critical=True)
-            # Agents take seconds to start: nothing waits for their check.
-            self.tasks.spawn(agents.check_agents(), "the ACP agents' check")
-            # A phone's answer to a card must find the card: the hosts re-present theirs first.
-            if not await runners.settle(SETTLE_TIMEOUT):
-                logger.warning(
-                    "! not every session host was adopted within %.0f s; phones' commands "
-                    "go through anyway",
-                    SETTLE_TIMEOUT,
-                )
-            loop.fence()  # the commands come after the hosts' replay (InputQueue)
-            for command in held or ():
-                loop.feed(command)
-            held = None
-            self.tasks.spawn(periodic.run(), "the periodic work", critical=True)
-            commits.start()
-            logger.info(
-                "bridge %s serving %s on %s; Ctrl-C stops it (%s)",
-                self.keypair.npub,
-                settings.machine_name,
-                ", ".join(public_relays),
-                "its sessions keep running"
-                if self.keep_sessions
-                else "and stops its sessions' agents; run --keep-sessions to leave them working",
+            await server.start()
+        except ControlSocketError as exc:
+            raise DaemonError(str(exc)) from None
+
+    async def _connect_relays(self, parts: _Parts) -> None:
+        """Dial the relays, the send queue behind them, and the subscriptions from the engine."""
+        pool = parts.pool
+        await pool.start()
+        # After a suspend the relays are dialled at once, not when the backoff says.
+        self.tasks.spawn(watch_wakes(lambda _: pool.reconnect_now("woke up")), "the wake watch")
+        self.outbound.start(pool)
+        await parts.subscriptions.refresh()
+
+    async def _boot(self, loop: EngineLoop) -> None:
+        """The engine's boot effects: resume the sessions (adopting their hosts), announce."""
+        try:
+            await loop.boot()
+        except EngineFailure as exc:
+            # Memory may be ahead of the store: no farewell heartbeat (see the docstring).
+            self._critical_exit("the boot", exc)
+            raise DaemonError(f"the boot stopped ({exc}); see the log above") from exc
+
+    async def _settle_hosts(self, runners: RunnerManager) -> None:
+        """Wait for the hosts to re-present their cards: a phone's answer must find its card."""
+        if not await runners.settle(SETTLE_TIMEOUT):
+            logger.warning(
+                "! not every session host was adopted within %.0f s; phones' commands "
+                "go through anyway",
+                SETTLE_TIMEOUT,
             )
-            self.notifier.ready(f"serving on {', '.join(public_relays)}")
-            self._start_watchdog(status)
-            await race(stop.wait(), self._failed.wait())
+
+    def _announce(self, relays: _Relays) -> None:
+        """The log line that says the bridge serves, and ``READY=1``."""
+        logger.info(
+            "bridge %s serving %s on %s; Ctrl-C stops it (%s)",
+            self.keypair.npub,
+            self.settings.machine_name,
+            ", ".join(relays.public),
+            "its sessions keep running"
+            if self.keep_sessions
+            else "and stops its sessions' agents; run --keep-sessions to leave them working",
+        )
+        self.notifier.ready(f"serving on {', '.join(relays.public)}")
+
+    async def _shut_down(self, parts: _Parts) -> None:
+        """Stop in the module docstring's order; the sockets and relays close whatever failed."""
+        self.notifier.stopping()
+        logger.info("stopping")
+        try:
+            await self._stop_loop(parts.loop, self._loop_task)
+            await self.tasks.close()
+            await parts.commits.close()
+            parts.control.close()
+            await self._close_parts(parts.engine, parts.runners, parts.errands)
         finally:
-            self.notifier.stopping()
-            logger.info("stopping")
-            try:
-                await self._stop_loop(loop, loop_task)
-                await self.tasks.close()
-                await commits.close()
-                control.close()
-                await self._close_parts(engine, runners, errands)
-            finally:
-                await server.close()
-                await pool.close()
-                if self.embedded is not None:
-                    await self.embedded.stop()
-        if self._failure is not None:
-            raise DaemonError(f"{self._failure}; see the log above")
+            await parts.server.close()
+            await parts.pool.close()
+            if self.embedded is not None:
+                await self.embedded.stop()
 
     async def _stop_loop(self, loop: EngineLoop, task: asyncio.Task[None] | None) -> None:
         """Let the engine loop finish its current input, then stop it (cancel if it hangs)."""
