@@ -56,8 +56,9 @@ from bridge.desiide.models.listing import (
     run_model_test,
 )
 from bridge.desiide.orchestrator import Orchestrator
+from bridge.desiide.schema.config import DesiideConfig
 from bridge.desiide.settings import (
-    DesiideConfig,
+    DesiideSettings,
     SecretNotSet,
     SecretResolver,
     SettingsError,
@@ -76,13 +77,13 @@ logger = logging.getLogger(__name__)
 T = TypeVar("T")
 
 
-def _load_config(home: Path) -> DesiideConfig:
+def _load_config(home: Path) -> DesiideSettings:
     """The last settings the editor sent (kept across restarts), or the defaults."""
     try:
-        return load_config(home) or DesiideConfig.from_params({})
-    except SettingsError:
-        logger.warning("! the stored Desiide settings are unusable; using the defaults")
-        return DesiideConfig.from_params({})
+        return load_config(home) or DesiideSettings()
+    except SettingsError as exc:
+        logger.warning("! the stored Desiide settings are unusable (%s); using the defaults", exc)
+        return DesiideSettings()
 
 
 class Handlers:
@@ -155,12 +156,10 @@ class Handlers:
             case _:
                 raise DesiideError(NOT_IMPLEMENTED, f"{method} is not implemented")
 
-    async def _config_update(self, params: BaseModel) -> dict[str, Any]:
-        """``config.update``: a full snapshot of the editor's settings; refs only, kept 0600."""
-        try:
-            config = DesiideConfig.from_params(params.model_dump(mode="json", exclude_none=True))
-        except SettingsError as exc:
-            raise DesiideError(INVALID_PARAMS, str(exc)) from None
+    async def _config_update(self, params: DesiideConfig) -> dict[str, Any]:
+        """``config.update``: a full snapshot of the editor's settings, validated by the
+        connection (the one validation); refs only, kept 0600."""
+        config = DesiideSettings.from_config(params)
         await asyncio.to_thread(save_config, self._home, config)
         self.config = config
         self._apply(config)
@@ -172,7 +171,7 @@ class Handlers:
         )
         return {"ok": True}
 
-    def _apply(self, config: DesiideConfig) -> None:
+    def _apply(self, config: DesiideSettings) -> None:
         """What the settings change for tasks started from now on (strict mode, the judge)."""
         self._tasks.strict = config.gating.strict
         judged = config.jev is not None and config.jev.risk_gate
@@ -237,7 +236,7 @@ Claude Code's own default)."""
 
 
 def task_model(
-    config: DesiideConfig, kind: str, preference: object
+    config: DesiideSettings, kind: str, preference: object
 ) -> tuple[str | None, str | None]:
     """The model a task runs with: (the ``--model`` value or None, why none serves it or None).
 

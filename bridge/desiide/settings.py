@@ -1,39 +1,19 @@
-"""The editor's settings snapshot (``config.update``): validated once, held frozen, stored as refs.
+"""The editor's settings snapshot (``config.update``): held frozen, stored as refs.
 
 ``config.update`` carries "a full snapshot of the desiide.* settings" (the seed): each call
-replaces the previous one whole. This module turns the request's params into a
-:class:`DesiideConfig` and back, and keeps the one rule that matters most here: **an API key is
-only ever a ``secret:<name>`` reference**. A raw key is refused (the error says so without
-quoting it), the snapshot on disk holds refs only, and a value fetched through ``secrets.get``
-lives in a :class:`SecretValue` whose ``repr`` is masked, so logging an object by mistake cannot
-leak it.
+replaces the previous one whole. What a valid snapshot is is said once, by the params model
+`bridge.desiide.schema.config.DesiideConfig`: the connection validates ``config.update`` with it
+(the editor sees its ``InvalidParams`` message), and `DesiideSettings.from_params` reads a stored
+file through the same model, so both refuse the same values with the same words. This module
+turns a validated model into the frozen `DesiideSettings` the orchestrator uses (defaults
+resolved, snake_case names) and back, and keeps the one rule that matters most here: **an API
+key is only ever a ``secret:<name>`` reference**. The snapshot on disk holds refs only, and a
+value fetched through ``secrets.get`` lives in a :class:`SecretValue` whose ``repr`` is masked,
+so logging an object by mistake cannot leak it.
 
-The params (camelCase, like the seed's; unknown keys are refused, absent ones take defaults)::
-
-    {
-      "models": [{                      # at most 100; ids unique
-        "id": "fast",                   # [A-Za-z0-9._-]+, not "claude:…", "profile:…", "ollama:…"
-        "provider": "anthropic" | "openai" | "ollama",
-        "baseUrl": "https://…",         # the API root; with an apiKey: https, or http to loopback
-        "model": "claude-haiku-4-5",    # the name the endpoint knows
-        "label"?: str, "apiKey"?: "secret:<name>",
-        "auth"?: "x-api-key" | "bearer",   # default x-api-key for anthropic, else bearer
-        "contextTokens"?: int, "costTier"?: "low" | "medium" | "high",
-        "locality"?: "local" | "remote"    # default from the host: loopback → local
-      }],
-      "roles": {"<role>": "<model id>"},  # role: [a-z][a-z0-9_]*, at most 20
-      "jev": null | {"baseUrl", "model", "apiKey"?, "auth"?, "timeoutMs"? (1000–120000,
-                     default 15000), "riskGate"? (bool, default false: consult the JEV on calls
-                     the rules auto-allow)},
-      "gating": {"strict": bool}
-    }
-
-A role names a model id of ``models.list`` (a configured model, a provider profile's, the
-agent's): only its shape is checked here, because the other sources are not known to this module.
-
-The https rule (:func:`bridge.protocol.base_url_allowed`) applies to every endpoint that gets a
-key, as for the phone's provider profiles: a key must never travel in clear over a network. An
-endpoint without a key (a LAN Ollama) may be plain http. Credentials inside a URL are refused.
+Defaults resolved here: ``auth`` is ``x-api-key`` for an anthropic endpoint and the judge, else
+``bearer``; ``locality`` is ``local`` for a loopback URL, else ``remote``; the judge's timeout
+is 15 s. Roles are kept sorted by role name.
 
 Storage: ``<home>/desiide/config.json``, mode 0600 in a 0700 directory, written atomically.
 """
@@ -42,28 +22,26 @@ from __future__ import annotations
 
 import json
 import os
-import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import field
 from pathlib import Path
 from typing import Any, Final, Literal, Protocol
 from urllib.parse import urlsplit
 
-from bridge.protocol import base_url_allowed
+from pydantic import ValidationError
+
+from bridge.desiide.schema.base import validation_message
+from bridge.desiide.schema.config import SECRET_PREFIX, DesiideConfig, JevConfig, ModelConfig
 from bridge.records import record
 
 __all__ = [
     "CONFIG_DIR_NAME",
     "CONFIG_FILE_NAME",
-    "MAX_MODELS",
-    "MAX_ROLES",
-    "RESERVED_PREFIXES",
-    "SECRET_PREFIX",
     "STRICT_MODE_LABEL",
     "ApiKind",
     "AuthScheme",
     "CostTier",
-    "DesiideConfig",
+    "DesiideSettings",
     "GatingSettings",
     "JevSettings",
     "Locality",
@@ -82,18 +60,10 @@ __all__ = [
     "save_config",
 ]
 
-SECRET_PREFIX: Final = "secret:"
 CONFIG_DIR_NAME: Final = "desiide"
 CONFIG_FILE_NAME: Final = "config.json"
-MAX_MODELS: Final = 100
-MAX_ROLES: Final = 20
-RESERVED_PREFIXES: Final = ("claude:", "profile:", "ollama:")
-"""Model-id prefixes of the other catalog sources (:mod:`bridge.desiide.models.listing`)."""
 
 DEFAULT_JEV_TIMEOUT_MS: Final = 15_000
-_MAX_STR: Final = 500
-_MODEL_ID: Final = re.compile(r"[A-Za-z0-9._-]{1,100}")
-_ROLE: Final = re.compile(r"[a-z][a-z0-9_]{0,39}")
 _LOOPBACK: Final = frozenset({"localhost", "127.0.0.1", "::1"})
 
 ApiKind = Literal["anthropic", "openai", "ollama"]
@@ -141,9 +111,11 @@ def apply_strict(
 
 
 class SettingsError(ValueError):
-    """The snapshot is invalid (the orchestrator answers InvalidParams with this message).
+    """A stored snapshot is unreadable or invalid (the orchestrator logs it and starts from the
+    defaults).
 
-    The message names the field (``models[1].apiKey``), never a value that could be a key.
+    The message is the params model's ``InvalidParams`` text: it names the field
+    (``models[1].apiKey``), never a value that could be a key.
     """
 
 
@@ -170,23 +142,9 @@ class SecretRef:
         return SECRET_PREFIX + self.name
 
     @classmethod
-    def parse(cls, value: object, where: str) -> SecretRef:
-        """Read a ref; anything else is refused without echoing it (it may be a raw key).
-
-        Raises:
-            SettingsError: not a string, not ``secret:<name>``, or a bad name.
-        """
-        if not isinstance(value, str) or not value.startswith(SECRET_PREFIX):
-            raise SettingsError(
-                f"{where}: API keys are accepted only as secret:<name> references; "
-                "a raw key is refused (store it in the editor's secret storage and refer to it)"
-            )
-        name = value[len(SECRET_PREFIX) :]
-        if not name or len(name) > 200 or not all(0x21 <= ord(c) <= 0x7E for c in name):
-            raise SettingsError(
-                f"{where}: the secret name must be 1–200 printable characters without spaces"
-            )
-        return cls(name)
+    def of(cls, ref: str | None) -> SecretRef | None:
+        """The ref of a validated ``secret:<name>`` string (None for none)."""
+        return None if ref is None else cls(ref.removeprefix(SECRET_PREFIX))
 
 
 class SecretValue:
@@ -302,7 +260,7 @@ class GatingSettings:
 
 
 @record
-class DesiideConfig:
+class DesiideSettings:
     """The whole snapshot. ``roles`` is a tuple of ``(role, model id)`` pairs, sorted by role."""
 
     models: tuple[ModelSettings, ...] = ()
@@ -311,22 +269,29 @@ class DesiideConfig:
     gating: GatingSettings = field(default_factory=GatingSettings)
 
     @classmethod
-    def from_params(cls, params: object) -> DesiideConfig:
-        """Validate ``config.update``'s params (see the module docstring).
+    def from_config(cls, config: DesiideConfig) -> DesiideSettings:
+        """The snapshot of ``config.update``'s params, validated already (by the connection)."""
+        return cls(
+            models=tuple(_model(model) for model in config.models),
+            roles=tuple(sorted(config.roles.items())),
+            jev=None if config.jev is None else _jev(config.jev),
+            gating=GatingSettings(config.gating.strict),
+        )
+
+    @classmethod
+    def from_params(cls, params: object) -> DesiideSettings:
+        """Read params from elsewhere than the wire (the stored file) through the params model.
 
         Raises:
-            SettingsError: with a message naming the first bad field.
+            SettingsError: the model's ``InvalidParams`` message, as the editor would get it.
         """
-        obj = _object(params, "params", {"models", "roles", "jev", "gating"})
-        models = _models(obj.get("models", []))
-        roles = _roles(obj.get("roles", {}))
-        jev_raw = obj.get("jev")
-        jev = None if jev_raw is None else _jev(jev_raw)
-        gating_obj = _object(obj.get("gating", {}), "gating", {"strict"})
-        strict = gating_obj.get("strict", False)
-        if not isinstance(strict, bool):
-            raise SettingsError("gating.strict: must be true or false")
-        return cls(models, roles, jev, GatingSettings(strict))
+        if not isinstance(params, dict):
+            raise SettingsError("invalid params: params must be an object")
+        try:
+            config = DesiideConfig.model_validate(params)
+        except ValidationError as exc:
+            raise SettingsError(validation_message(exc)) from None
+        return cls.from_config(config)
 
     def to_wire(self) -> dict[str, Any]:
         """The snapshot as params again (refs only: there is nothing else to write)."""
@@ -352,36 +317,7 @@ class DesiideConfig:
         return tuple(dict.fromkeys(refs))
 
 
-# --- validation --------------------------------------------------------------------------------
-
-
-def _object(value: object, where: str, allowed: set[str]) -> Mapping[str, Any]:
-    if not isinstance(value, Mapping):
-        raise SettingsError(f"{where}: must be an object")
-    unknown = sorted(str(k) for k in value if k not in allowed)
-    if unknown:
-        raise SettingsError(f"{where}: unknown field(s) {', '.join(unknown)}")
-    return value
-
-
-def _text(obj: Mapping[str, Any], key: str, where: str, *, required: bool) -> str | None:
-    value = obj.get(key)
-    if value is None:
-        if required:
-            raise SettingsError(f"{where}.{key}: required")
-        return None
-    if not isinstance(value, str) or not value.strip() or len(value) > _MAX_STR:
-        raise SettingsError(f"{where}.{key}: must be a non-empty string of at most {_MAX_STR}")
-    return value
-
-
-def _choice(obj: Mapping[str, Any], key: str, where: str, options: tuple[str, ...]) -> str | None:
-    value = obj.get(key)
-    if value is None:
-        return None
-    if value not in options:
-        raise SettingsError(f"{where}.{key}: must be one of {', '.join(options)}")
-    return str(value)
+# --- from the params model ---------------------------------------------------------------------
 
 
 def is_loopback_url(url: str) -> bool:
@@ -393,146 +329,42 @@ def is_loopback_url(url: str) -> bool:
     return host is not None and host.lower() in _LOOPBACK
 
 
-def _base_url(value: str, where: str, *, keyed: bool) -> str:
-    try:
-        parts = urlsplit(value.strip())
-        parts.port  # noqa: B018 - raises ValueError for a bad port
-    except ValueError:
-        raise SettingsError(f"{where}: not a valid URL") from None
-    if parts.scheme.lower() not in ("http", "https") or not parts.hostname:
-        raise SettingsError(f"{where}: must be an http(s) URL")
-    if parts.username is not None or parts.password is not None:
-        raise SettingsError(f"{where}: credentials inside the URL are refused; use apiKey")
-    if parts.query or parts.fragment:
-        raise SettingsError(f"{where}: must not have a query or fragment")
-    if keyed and not base_url_allowed(value):
-        raise SettingsError(
-            f"{where}: an endpoint that gets an API key must be https:// "
-            "(http:// only for localhost, 127.0.0.1 or [::1])"
-        )
-    return value.strip().rstrip("/")
-
-
-def _int(obj: Mapping[str, Any], key: str, where: str, low: int, high: int) -> int | None:
-    value = obj.get(key)
-    if value is None:
-        return None
-    if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
-        raise SettingsError(f"{where}.{key}: must be an integer from {low} to {high}")
-    return value
-
-
-def _model(raw: object, where: str) -> ModelSettings:
-    obj = _object(
-        raw,
-        where,
-        {"id", "provider", "baseUrl", "model", "label", "apiKey", "auth", "contextTokens",
-         "costTier", "locality"},
-    )  # fmt: skip
-    model_id = _text(obj, "id", where, required=True)
-    assert model_id is not None
-    if not _MODEL_ID.fullmatch(model_id) or model_id.startswith(RESERVED_PREFIXES):
-        raise SettingsError(
-            f"{where}.id: must be 1–100 of A-Z a-z 0-9 . _ - (the prefixes claude:, profile:, "
-            "ollama: are taken by other model sources)"
-        )
-    provider = _choice(obj, "provider", where, _API_KINDS)
-    if provider is None:
-        raise SettingsError(f"{where}.provider: required")
-    api_key = (
-        None if obj.get("apiKey") is None else SecretRef.parse(obj["apiKey"], where + ".apiKey")
-    )
-    base_text = _text(obj, "baseUrl", where, required=True)
-    assert base_text is not None
-    base_url = _base_url(base_text, where + ".baseUrl", keyed=api_key is not None)
-    model = _text(obj, "model", where, required=True)
-    assert model is not None
-    auth = _choice(obj, "auth", where, _AUTH_SCHEMES)
-    locality = _choice(obj, "locality", where, _LOCALITIES)
+def _model(config: ModelConfig) -> ModelSettings:
+    provider = next(k for k in _API_KINDS if k == config.provider.value)
+    auth = config.auth.value if config.auth is not None else None
+    locality = config.locality.value if config.locality is not None else None
+    cost_tier = config.costTier.value if config.costTier is not None else None
     return ModelSettings(
-        id=model_id,
-        provider=_api_kind(provider),
-        base_url=base_url,
-        model=model,
-        label=_text(obj, "label", where, required=False),
-        api_key=api_key,
+        id=config.id,
+        provider=provider,
+        base_url=config.baseUrl,
+        model=config.model,
+        label=config.label,
+        api_key=SecretRef.of(config.apiKey),
         auth=_auth(auth) if auth else ("x-api-key" if provider == "anthropic" else "bearer"),
-        context_tokens=_int(obj, "contextTokens", where, 1, 100_000_000),
-        cost_tier=_cost_tier(_choice(obj, "costTier", where, _COST_TIERS)),
-        locality=_locality(locality) if locality else _default_locality(base_url),
+        context_tokens=config.contextTokens,
+        cost_tier=next((k for k in _COST_TIERS if k == cost_tier), None),
+        locality=next((k for k in _LOCALITIES if k == locality), _default_locality(config.baseUrl)),
     )
 
 
-def _api_kind(value: str) -> ApiKind:
-    return next(k for k in _API_KINDS if k == value)
+def _jev(config: JevConfig) -> JevSettings:
+    return JevSettings(
+        base_url=config.baseUrl,
+        model=config.model,
+        api_key=SecretRef.of(config.apiKey),
+        auth=_auth(config.auth.value) if config.auth is not None else "x-api-key",
+        timeout_ms=config.timeoutMs,
+        risk_gate=config.riskGate,
+    )
 
 
 def _auth(value: str) -> AuthScheme:
     return next(k for k in _AUTH_SCHEMES if k == value)
 
 
-def _cost_tier(value: str | None) -> CostTier | None:
-    return next((k for k in _COST_TIERS if k == value), None)
-
-
-def _locality(value: str) -> Locality:
-    return next(k for k in _LOCALITIES if k == value)
-
-
 def _default_locality(base_url: str) -> Locality:
     return "local" if is_loopback_url(base_url) else "remote"
-
-
-def _models(raw: object) -> tuple[ModelSettings, ...]:
-    if not isinstance(raw, list):
-        raise SettingsError("models: must be an array")
-    if len(raw) > MAX_MODELS:
-        raise SettingsError(f"models: at most {MAX_MODELS} entries")
-    models = tuple(_model(item, f"models[{index}]") for index, item in enumerate(raw))
-    seen: set[str] = set()
-    for index, model in enumerate(models):
-        if model.id in seen:
-            raise SettingsError(f"models[{index}].id: duplicate id {model.id!r}")
-        seen.add(model.id)
-    return models
-
-
-def _roles(raw: object) -> tuple[tuple[str, str], ...]:
-    if not isinstance(raw, Mapping):
-        raise SettingsError("roles: must be an object")
-    if len(raw) > MAX_ROLES:
-        raise SettingsError(f"roles: at most {MAX_ROLES} roles")
-    pairs: list[tuple[str, str]] = []
-    for role, model_id in raw.items():
-        if not isinstance(role, str) or not _ROLE.fullmatch(role):
-            raise SettingsError("roles: a role name must match [a-z][a-z0-9_]* (at most 40)")
-        if not isinstance(model_id, str) or not model_id.strip() or len(model_id) > _MAX_STR:
-            raise SettingsError(f"roles.{role}: must be a model id")
-        pairs.append((role, model_id))
-    return tuple(sorted(pairs))
-
-
-def _jev(raw: object) -> JevSettings:
-    where = "jev"
-    obj = _object(raw, where, {"baseUrl", "model", "apiKey", "auth", "timeoutMs", "riskGate"})
-    api_key = None if obj.get("apiKey") is None else SecretRef.parse(obj["apiKey"], "jev.apiKey")
-    base_text = _text(obj, "baseUrl", where, required=True)
-    assert base_text is not None
-    model = _text(obj, "model", where, required=True)
-    assert model is not None
-    auth = _choice(obj, "auth", where, _AUTH_SCHEMES)
-    risk_gate = obj.get("riskGate", False)
-    if not isinstance(risk_gate, bool):
-        raise SettingsError("jev.riskGate: must be true or false")
-    timeout = _int(obj, "timeoutMs", where, 1_000, 120_000)
-    return JevSettings(
-        base_url=_base_url(base_text, "jev.baseUrl", keyed=api_key is not None),
-        model=model,
-        api_key=api_key,
-        auth=_auth(auth) if auth else "x-api-key",
-        timeout_ms=timeout if timeout is not None else DEFAULT_JEV_TIMEOUT_MS,
-        risk_gate=risk_gate,
-    )
 
 
 # --- storage -----------------------------------------------------------------------------------
@@ -543,7 +375,7 @@ def config_path(home: Path) -> Path:
     return home / CONFIG_DIR_NAME / CONFIG_FILE_NAME
 
 
-def save_config(home: Path, config: DesiideConfig) -> Path:
+def save_config(home: Path, config: DesiideSettings) -> Path:
     """Write the snapshot atomically (0600 file in a 0700 directory); returns its path.
 
     The snapshot holds only refs, so nothing secret reaches the disk. A directory that exists
@@ -569,12 +401,13 @@ def save_config(home: Path, config: DesiideConfig) -> Path:
     return target
 
 
-def load_config(home: Path) -> DesiideConfig | None:
+def load_config(home: Path) -> DesiideSettings | None:
     """The stored snapshot, or None when there is none yet.
 
     Raises:
         SettingsError: the file exists but is not a valid snapshot (the caller logs it and
-            starts from the defaults; the next ``config.update`` overwrites it).
+            starts from the defaults; the next ``config.update`` overwrites it). An invalid one
+            is refused by the params model, as ``config.update`` would be.
     """
     path = config_path(home)
     try:
@@ -587,4 +420,7 @@ def load_config(home: Path) -> DesiideConfig | None:
         params = json.loads(text)
     except ValueError:
         raise SettingsError(f"{path}: not valid JSON") from None
-    return DesiideConfig.from_params(params)
+    try:
+        return DesiideSettings.from_params(params)
+    except SettingsError as exc:
+        raise SettingsError(f"{path}: {exc}") from None

@@ -31,7 +31,7 @@ from bridge.desiide.models.listing import (
     ollama_models_from_tags,
     run_model_test,
 )
-from bridge.desiide.settings import DesiideConfig, SecretNotSet
+from bridge.desiide.settings import DesiideSettings, SecretNotSet
 from bridge.engine.phones.providers import ProviderProfile
 from bridge.protocol import ModelEntry
 from tests.support.mock_jev import MockModelApi, Scripted, error_body
@@ -60,8 +60,8 @@ def closed_port() -> int:
     return port
 
 
-def config_with(*models: dict[str, Any]) -> DesiideConfig:
-    return DesiideConfig.from_params({"models": list(models)})
+def config_with(*models: dict[str, Any]) -> DesiideSettings:
+    return DesiideSettings.from_params({"models": list(models)})
 
 
 def model(base_url: str, **overrides: Any) -> dict[str, Any]:
@@ -198,7 +198,7 @@ async def test_discover_gives_up_on_a_stuck_listener(api: MockModelApi) -> None:
 
 async def test_models_list_discovers_only_when_asked(api: MockModelApi) -> None:
     api.set_default("/api/tags", Scripted(200, {"models": [{"name": "phi4:14b"}]}))
-    sources = ModelSources(config=DesiideConfig(), agent_models=(AgentModel("sonnet"),))
+    sources = ModelSources(config=DesiideSettings(), agent_models=(AgentModel("sonnet"),))
     address = OllamaAddress("127.0.0.1", api.port)
     plain = await list_models(sources, ollama=address)
     assert plain["discovered"] == []
@@ -243,7 +243,7 @@ async def test_openai_test_uses_chat_completions_with_bearer(api: MockModelApi) 
 
 
 async def test_ollama_test_uses_api_chat_without_a_key(api: MockModelApi) -> None:
-    sources = ModelSources(config=DesiideConfig())
+    sources = ModelSources(config=DesiideSettings())
     result = await run_model_test(
         "ollama:phi4:14b", sources, FakeSecrets({}), ollama=OllamaAddress("127.0.0.1", api.port)
     )
@@ -262,7 +262,7 @@ async def test_ollama_test_uses_api_chat_without_a_key(api: MockModelApi) -> Non
 async def test_a_profile_model_is_tested_with_its_stored_token_as_bearer(
     api: MockModelApi,
 ) -> None:
-    sources = ModelSources(config=DesiideConfig(), profiles=(profile(base_url=api.base_url),))
+    sources = ModelSources(config=DesiideSettings(), profiles=(profile(base_url=api.base_url),))
     result = await run_model_test("profile:p1/gw-small", sources, FakeSecrets({}))
     assert result.ok is True
     (request,) = api.requests
@@ -272,7 +272,7 @@ async def test_a_profile_model_is_tested_with_its_stored_token_as_bearer(
 
 async def test_a_profile_without_token_fails_as_auth_without_a_request(api: MockModelApi) -> None:
     sources = ModelSources(
-        config=DesiideConfig(), profiles=(profile(base_url=api.base_url, token=None),)
+        config=DesiideSettings(), profiles=(profile(base_url=api.base_url, token=None),)
     )
     result = await run_model_test("profile:p1/gw-large", sources, FakeSecrets({}))
     assert result.error is not None and result.error.kind is ModelErrorKind.AUTH
@@ -283,7 +283,7 @@ async def test_a_profile_without_token_fails_as_auth_without_a_request(api: Mock
 async def test_a_key_is_never_sent_to_an_insecure_url() -> None:
     # A legacy profile stored before the https rule: listed, but its token never travels.
     sources = ModelSources(
-        config=DesiideConfig(), profiles=(profile(base_url="http://gw.example.com"),)
+        config=DesiideSettings(), profiles=(profile(base_url="http://gw.example.com"),)
     )
     result = await run_model_test("profile:p1/gw-large", sources, FakeSecrets({}))
     assert result.error is not None and result.error.kind is ModelErrorKind.BAD_REQUEST
@@ -291,7 +291,7 @@ async def test_a_key_is_never_sent_to_an_insecure_url() -> None:
 
 
 async def test_unknown_ids_and_agent_models() -> None:
-    sources = ModelSources(config=DesiideConfig(), agent_models=(AgentModel("sonnet"),))
+    sources = ModelSources(config=DesiideSettings(), agent_models=(AgentModel("sonnet"),))
     unknown = await run_model_test("nope", sources, FakeSecrets())
     assert unknown.to_wire() == {
         "ok": False,

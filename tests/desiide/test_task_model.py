@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from bridge.desiide.handlers import task_model
-from bridge.desiide.settings import DesiideConfig
+from bridge.desiide.settings import DesiideSettings
 
 LOCAL = {
     "id": "local",
@@ -14,7 +14,7 @@ LOCAL = {
 
 
 def test_no_role_the_preference_picks() -> None:
-    config = DesiideConfig.from_params({})
+    config = DesiideSettings.from_params({})
     assert task_model(config, "edit", None) == (None, None)
     assert task_model(config, "edit", "balanced") == (None, None)
     assert task_model(config, "ask", "cheap") == ("haiku", None)
@@ -22,13 +22,15 @@ def test_no_role_the_preference_picks() -> None:
 
 
 def test_a_role_naming_a_claude_model_is_used() -> None:
-    config = DesiideConfig.from_params({"roles": {"fix": "claude:opus", "default": "claude:haiku"}})
+    config = DesiideSettings.from_params(
+        {"roles": {"fix": "claude:opus", "default": "claude:haiku"}}
+    )
     assert task_model(config, "fix", "cheap") == ("opus", None)
     assert task_model(config, "ask", None) == ("haiku", None)
 
 
 def test_a_role_claude_code_cannot_run_is_model_unavailable_with_the_fix() -> None:
-    config = DesiideConfig.from_params({"models": [LOCAL], "roles": {"edit": "local"}})
+    config = DesiideSettings.from_params({"models": [LOCAL], "roles": {"edit": "local"}})
     model, unavailable = task_model(config, "edit", None)
     assert model is None and unavailable is not None
     assert "'local'" in unavailable and "desiide.roles" in unavailable

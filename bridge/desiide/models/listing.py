@@ -43,7 +43,7 @@ from bridge.desiide.models.http import (
 )
 from bridge.desiide.settings import (
     CostTier,
-    DesiideConfig,
+    DesiideSettings,
     Locality,
     SecretRef,
     SecretResolver,
@@ -157,7 +157,7 @@ class OllamaAddress:
 class ModelSources:
     """Everything ``models.list``/``models.test`` read, as data."""
 
-    config: DesiideConfig
+    config: DesiideSettings
     profiles: tuple[ProviderProfile, ...] = ()
     agent_models: tuple[AgentModel, ...] = ()
 

@@ -1,7 +1,9 @@
 """``config.update``'s params: the extension's ``desiide.*`` settings, one full snapshot per call.
 
-The shape is the one `bridge.desiide.settings` stores (same names, same limits), so a snapshot
-that passes here is one the settings accept. The rule that matters most: **an API key is only
+This model is the one definition of a valid snapshot: the connection validates ``config.update``
+with it, and `bridge.desiide.settings` reads its stored file through it and turns what passed
+into the frozen snapshot the orchestrator uses (it has no rules of its own). The rule that
+matters most: **an API key is only
 ever a** ``secret:<name>`` **reference**, resolved through the reverse request ``secrets.get``
 when a model is used. A raw key is refused with ``InvalidParams``, and the message names the
 field without quoting the value (the model bases hide input from errors, and
