@@ -20,7 +20,7 @@ from store.decisions import list_decisions, read_decisions, record_decision
 from store.readonly import NoDatabase, open_readonly
 from store.schema import BRIDGE_MIGRATIONS
 from tests.control.fake_handler import FakeHandler, short_home
-from tests.ops.support import REPO, CliResult, invoke, make_store, run_cli
+from tests.ops.support import REPO, CliResult, invoke, make_store
 
 KEY = Keypair.from_secret("0a" * 32)
 API_KEY = "sk-ant-api03-config-show-0123456789"
@@ -425,17 +425,3 @@ def test_every_command_has_help(cli: Cli) -> None:
     ):  # fmt: skip
         result = cli(*args, "--help")
         assert result.code == 0 and "--home" in result.stdout, args
-
-
-@pytest.mark.parametrize(
-    ("args", "code"),
-    [(["keys", "show", "--bogus"], 2), (["decisions", "--home", "{file}"], 2)],
-    ids=["usage", "home-is-a-file"],
-)
-def test_the_process_prints_no_traceback(tmp_path: Path, args: list[str], code: int) -> None:
-    """The same paths as above, as a user runs them: a process, one line on stderr."""
-    (tmp_path / "file").write_text("")
-    result = run_cli(*(arg.format(file=tmp_path / "file") for arg in args))
-    assert result.code == code
-    assert "Traceback" not in result.stderr
-    assert result.stderr.strip().splitlines()[-1].startswith("codedeck-bridge")

@@ -7,7 +7,6 @@ import os
 from bridge.agent_config import AgentConfig
 from bridge.doctor import CHECK_NAMES, Status, agent_check, check_agents
 from bridge.runtime.hosts.agent_probe import AgentProbe
-from tests.support.fake_acp_agent import fake_agent_command
 
 ENV = {"PATH": os.environ.get("PATH", os.defpath)}
 
@@ -16,23 +15,6 @@ async def test_no_agent_is_a_skip_that_says_claude_code_only() -> None:
     (check,) = await check_agents([], ENV)
     assert (check.name, check.status) == ("agent", Status.SKIP)
     assert "Claude Code only" in check.summary
-
-
-async def test_each_agent_gets_a_line_from_the_same_check_as_the_daemon() -> None:
-    good = AgentConfig(
-        "good", "Good", tuple(fake_agent_command("--name", "Good", "--version", "2"))
-    )
-    bad = AgentConfig("bad", "Bad", ("/nonexistent/bad", "--acp"), origin="file c [agents.bad]")
-    passed, failed = await check_agents([good, bad], ENV)
-    assert passed.status is Status.PASS
-    assert passed.summary.startswith("good: starts (Good 2 (loadSession), answered in ")
-    assert passed.details["capabilities"]["loadSession"] is True
-    assert failed.status is Status.FAIL
-    assert failed.summary == (
-        "bad: does not start: /nonexistent/bad was not found (no such file); install it, or set "
-        "agents.bad.command in config.toml"
-    )
-    assert failed.fix is not None and "/nonexistent/bad --acp" in failed.fix
 
 
 def test_the_built_in_opencode_that_does_not_start_is_a_warning() -> None:

@@ -7,7 +7,6 @@ and the flows that call ``systemctl`` get a fake `Systemd` that records the comm
 from __future__ import annotations
 
 import subprocess
-import sys
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -23,62 +22,15 @@ from bridge.service import (
     UnitSpec,
     deploy_units,
     install,
-    installation_command,
     quote_arg,
     render_unit,
     run_service_command,
     uninstall,
     unit_home,
 )
-from tests.ops.support import REPO, Cli, unit_lines
+from tests.ops.support import REPO, unit_lines
 
 # --- install / uninstall through the CLI ---------------------------------------------------------
-
-
-def test_a_foreign_unit_is_neither_overwritten_nor_removed_without_force(
-    tmp_path: Path, cli: Cli
-) -> None:
-    unit = tmp_path / USER_UNIT
-    unit.write_text("[Service]\nExecStart=/bin/true\n")
-    refused = cli("service", "install", "--unit-dir", str(tmp_path))
-    assert refused.code == 1
-    assert "was not written by codedeck-bridge; move it away or pass --force" in refused.stderr
-    assert unit.read_text() == "[Service]\nExecStart=/bin/true\n"
-    kept = cli("service", "uninstall", "--unit-dir", str(tmp_path))
-    assert kept.code == 1 and unit.exists()
-    forced = cli("service", "uninstall", "--unit-dir", str(tmp_path), "--force")
-    assert forced.code == 0 and not unit.exists()
-
-
-@pytest.mark.parametrize(
-    ("args", "message"),
-    [
-        (["--run-as", "nobody"], "--run-as is for --system units"),
-        (["--system", "--run-as", "root"], "the bridge does not run as root"),
-        (["--system", "--run-as", "no-such-user-xyz"], "there is no account 'no-such-user-xyz'"),
-        (["--credential", "/nonexistent/nsec"], "--credential: /nonexistent/nsec is not a file"),
-    ],
-    ids=["run-as-user-unit", "root", "unknown-account", "missing-credential"],
-)
-def test_usage_errors_exit_2_in_one_line(
-    tmp_path: Path, args: list[str], message: str, cli: Cli
-) -> None:
-    result = cli("service", "install", "--unit-dir", str(tmp_path), *args)
-    assert result.code == 2
-    assert message in result.stderr and result.stderr.count("\n") == 1
-    assert "Traceback" not in result.stderr
-    assert list(tmp_path.iterdir()) == []
-
-
-def test_show_prints_the_unit_and_credentials_become_load_credential(
-    tmp_path: Path, cli: Cli
-) -> None:
-    credential = tmp_path / "bridge.nsec"
-    credential.write_text("x")
-    result = cli("service", "show", "--credential", str(credential), "--no-path")
-    assert result.code == 0
-    assert f"\nLoadCredential=nsec:{credential}\n" in result.stdout
-    assert "#Environment=PATH=%h/.local/bin" in result.stdout
 
 
 # --- rendering ----------------------------------------------------------------------------------
@@ -151,14 +103,6 @@ def test_deploy_units_are_the_renderings() -> None:
             "[Path('deploy/systemd', n).write_text(t) for n, t in deploy_units().items()]\""
         )
     assert "ExecStart=%h/.local/bin/codedeck-bridge run" in deploy_units()[USER_UNIT]
-
-
-def test_installation_command_prefers_the_console_script(tmp_path: Path) -> None:
-    script = tmp_path / "codedeck-bridge"
-    script.write_text("#!/bin/sh\n")
-    assert installation_command(str(script), sys.executable) == ((str(script),), None)
-    command, _ = installation_command(str(REPO / "bridge" / "__main__.py"), sys.executable)
-    assert command == (sys.executable, "-m", "bridge")
 
 
 # --- the systemctl calls, with a fake systemd ---------------------------------------------------
