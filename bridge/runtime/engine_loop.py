@@ -5,9 +5,11 @@ This is step 2 of the data path of one phone ``input`` (the steps: :mod:`bridge.
 
 The queue is unbounded on purpose: every input is agent output to store, a command the pool has
 already marked as seen (a dropped one would not come back before a restart), or an errand's
-answer. Dropping any of them loses data; a burst is worked off instead, with a warning while more
-than :data:`INPUT_BACKLOG_WARNING` wait. The phones' commands are taken before any other input
-that waits (:class:`InputQueue`): an ``input-ack`` never waits behind a busy agent's lines.
+answer. Dropping any of them loses data; a burst is worked off instead. :meth:`EngineLoop.feed`
+warns when more than :data:`INPUT_BACKLOG_WARNING` wait (agents outrun the store), again only
+when the backlog doubled, and says so once it is worked off: one line per change, never one per
+input. The phones' commands are taken before any other input that waits (:class:`InputQueue`):
+an ``input-ack`` never waits behind a busy agent's lines.
 
 Group commit. When inputs wait in the queue (a busy agent's lines, a phone's burst of commands,
 a sync's acks), the loop hands the engine several of them before it performs anything, and their
@@ -107,7 +109,8 @@ __all__ = [
 logger = logging.getLogger(__name__)
 
 INPUT_BACKLOG_WARNING = 50_000
-"""Inputs waiting for the engine past which a warning is logged (they are never dropped)."""
+"""Inputs waiting for the engine past which a warning is logged (they are never dropped); under
+half of it, the backlog counts as worked off."""
 MAX_WAIT = 30.0
 """The longest the loop waits for an input before it looks at the clock again."""
 CHUNKS_PER_STEP = 8
@@ -410,7 +413,9 @@ class EngineLoop:
         self._clock = clock
         self._max_wait = max_wait
         self._inputs = InputQueue()
-        self._backlog_warned = False
+        self._backlog_mark = INPUT_BACKLOG_WARNING
+        self._backlog_warn_at = self._backlog_mark
+        """The backlog that warns next: the mark, or twice the backlog last warned about."""
         self._stopping = False
         self._waiter: asyncio.Future[None] | None = None
         """Set while the loop waits for an input: what :meth:`feed` and :meth:`stop` resolve."""
@@ -429,20 +434,28 @@ class EngineLoop:
         return self._waiter is not None
 
     def feed(self, event: Input) -> None:
-        """Queue an input for the engine (from callbacks; never blocks, never drops)."""
-        self._inputs.append(event)
+        """Queue an input for the engine (from callbacks; never blocks, never drops).
+
+        Every input arrives here, so this is where a backlog shows (see the module docstring):
+        checked per input, logged per change.
+        """
+        inputs = self._inputs
+        inputs.append(event)
         self._wake_up()
+        waiting = len(inputs)
+        if waiting >= self._backlog_warn_at:
+            logger.warning("! %d inputs wait for the engine (agents outrun the store)", waiting)
+            self._backlog_warn_at = 2 * waiting
+        elif self._backlog_warn_at > self._backlog_mark and waiting < self._backlog_mark // 2:
+            logger.info(
+                "the inputs waiting for the engine are back under %d", self._backlog_mark // 2
+            )
+            self._backlog_warn_at = self._backlog_mark
 
     def fence(self) -> None:
         """Make the phones' commands wait for every input queued so far (at a start: the
         session hosts' replay; see :class:`InputQueue`)."""
         self._inputs.fence()
-        waiting = len(self._inputs)
-        if waiting >= INPUT_BACKLOG_WARNING and not self._backlog_warned:
-            self._backlog_warned = True
-            logger.warning("! %d inputs wait for the engine (agents outrun the store)", waiting)
-        elif waiting < INPUT_BACKLOG_WARNING // 2:
-            self._backlog_warned = False
 
     def stop(self) -> None:
         """Finish the current input, then return from :meth:`run`."""

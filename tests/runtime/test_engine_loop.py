@@ -45,6 +45,7 @@ from bridge.protocol import (
     SyncChunkEntry,
     SyncChunkMessage,
 )
+from bridge.runtime import engine_loop
 from bridge.runtime.boot import load_engine_state
 from bridge.runtime.engine_loop import (
     MAX_WAIT,
@@ -460,6 +461,41 @@ async def test_a_command_waits_behind_no_other_input(db: BridgeDatabase, tmp_pat
         assert 30515 in kinds[2:]
 
 
+async def test_a_backlog_is_warned_about_once_not_per_input_and_again_only_when_it_doubled(
+    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Agents outrunning the store: the operator reads one line per doubling, not per input."""
+    monkeypatch.setattr(engine_loop, "INPUT_BACKLOG_WARNING", 100)
+    caplog.set_level(logging.INFO, "bridge.runtime.engine_loop")
+    loop = EngineLoop(ScriptedEngine([NOTIFY]), Parts().runner(), FakeClock())  # type: ignore[arg-type]
+    event = RefreshRequested()
+
+    def feed(count: int) -> list[str]:
+        caplog.clear()
+        for _ in range(count):
+            loop.feed(event)
+        return caplog.messages
+
+    assert feed(99) == []  # under the mark
+    assert feed(1) == ["! 100 inputs wait for the engine (agents outrun the store)"]
+    assert feed(99) == []  # more waits, but it has not doubled
+    assert feed(1) == ["! 200 inputs wait for the engine (agents outrun the store)"]
+    assert feed(150) == []
+
+    # The loop works the backlog off; the next time it piles up, the operator hears of it again.
+    task = asyncio.create_task(loop.run())
+    async with asyncio.timeout(WAIT):
+        while not loop.waiting:
+            await asyncio.sleep(0)
+    loop.stop()
+    async with asyncio.timeout(WAIT):
+        await task
+    assert (loop.handled, loop.pending) == (350, 0)
+    assert feed(1) == ["the inputs waiting for the engine are back under 50"]
+    assert feed(98) == []
+    assert feed(1) == ["! 100 inputs wait for the engine (agents outrun the store)"]
+
+
 async def test_run_ends_with_the_engine_failure(tmp_path: Path) -> None:
     loop = EngineLoop(ExplodingEngine(), None, FakeClock())  # type: ignore[arg-type]
     loop.feed(RefreshRequested())
@@ -569,7 +605,9 @@ ERRANDS: list[Effect] = [
 ANSWER = AnswerPermission("s-1", "req-1", True)
 NOTIFY = Notify("paired", {"label": "Pixel"})
 COMMIT = Commit((MarkProcessed("aa" * 32, 1),))
-ROUTES: list[tuple[Effect, list[tuple[str, tuple[Any, ...], dict[str, Any]]]]] = [
+Route = tuple[Effect, list[tuple[str, tuple[Any, ...], dict[str, Any]]]]
+ERRAND_ROUTES: list[Route] = [(errand, [("errands.run", (errand,), {})]) for errand in ERRANDS]
+ROUTES: list[Route] = [
     (COMMIT, [("committer.commit", (COMMIT,), {})]),
     (
         Publish(ACK, (PHONE.public_hex,)),
@@ -596,7 +634,7 @@ ROUTES: list[tuple[Effect, list[tuple[str, tuple[Any, ...], dict[str, Any]]]]] =
     (SetRunnerOption("s-1", "mode", "plan"), [("runners.set_option", ("s-1", "mode", "plan"), {})]),
     (CloseRunner("s-1"), [("runners.close", ("s-1",), {})]),
     (ANSWER, [("runners.answer", (ANSWER,), {})]),
-    *[(errand, [("errands.run", (errand,), {})]) for errand in ERRANDS],
+    *ERRAND_ROUTES,
     (NOTIFY, [("notify", (NOTIFY,), {})]),
     (Dropped("duplicate", "ab" * 32, PHONE.public_hex), []),
 ]
