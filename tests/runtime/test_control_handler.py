@@ -5,10 +5,8 @@ from __future__ import annotations
 
 import asyncio
 import os
-from collections.abc import Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -27,7 +25,6 @@ from bridge.engine.inputs import (
 from bridge.nostr.pool import RelayState
 from bridge.protocol import PairRequestCommand, RefreshSessionsCommand
 from bridge.runtime.edges.control_handler import DaemonControl, pair_url
-from tests.control.fake_hosts import FakeHosts
 from tests.runtime.support import (
     BRIDGE,
     NOW,
@@ -318,33 +315,6 @@ def test_status_line() -> None:
 
 
 # --- sessions ------------------------------------------------------------------------------
-
-
-@pytest.fixture
-def hosts(tmp_path: Path) -> Iterator[FakeHosts]:
-    fake = FakeHosts(tmp_path / "home")
-    try:
-        yield fake
-    finally:
-        fake.close()
-
-
-async def test_sessions_and_status_read_each_host(hosts: FakeHosts) -> None:
-    rig = make_rig(
-        home=str(hosts.home),
-        sessions=[session_record("s-1", "/ws/a"), session_record("s-2", "/ws/b")],
-    )
-    pid = hosts.start("s-1")
-    hosts.start("orphan")  # a host of a session the daemon does not have: counted, not listed
-    listed = await rig.control.sessions_list()
-    assert [(s["sessionId"], s["host"]) for s in listed] == [
-        ("s-1", {"alive": True, "pid": pid}),
-        ("s-2", {"alive": False, "pid": None}),
-    ]
-    assert (await rig.control.status())["hosts"] == {"running": 2}
-    hosts.stop("s-1")
-    assert (await rig.control.sessions_list())[0]["host"] == {"alive": False, "pid": None}
-    assert (await rig.control.status())["hosts"] == {"running": 1}
 
 
 async def test_sessions_close_one_feeds_the_engine() -> None:

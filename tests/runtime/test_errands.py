@@ -209,13 +209,6 @@ async def test_an_image_that_cannot_be_saved_answers_image_refused(
 # --- folders -------------------------------------------------------------------------------
 
 
-async def test_create_folder_answers_then_rescans(tmp_path: Path) -> None:
-    (tmp_path / "old").mkdir()
-    fed = await make_rig([tmp_path]).run(CreateFolder("req-1", str(tmp_path), "new"))
-    assert fed == [FolderCreated("req-1", "new"), FoldersScanned(("new", "old"))]
-    assert (tmp_path / "new" / ".git").is_dir()
-
-
 async def test_create_folder_over_a_file_answers_its_error(tmp_path: Path) -> None:
     (tmp_path / "taken").write_text("")
     fed = await make_rig([tmp_path]).run(CreateFolder("req-1", str(tmp_path), "taken"))

@@ -21,7 +21,7 @@ from bridge.agents.claude.editor_tools import (
 )
 from bridge.agents.claude.mcp_server import METHOD_NOT_FOUND
 from bridge.agents.workspace_tools import WorkspaceTools
-from bridge.host.events import Failed, Ready
+from bridge.host.events import Failed
 
 from .conftest import FakeCli, Session
 
@@ -162,20 +162,6 @@ def test_a_report_the_model_wrote_is_dropped() -> None:
 
 
 # -- in the driver (on the fake CLI) ---------------------------------------------------------------
-
-
-async def test_the_driver_starts_the_cli_with_the_editor_tools(
-    start_session: Any, fake_cli: FakeCli, tmp_path: Path
-) -> None:
-    option = {"root": str(tmp_path), "allowed": ["read_file"]}
-    session: Session = await start_session(options={"editor_tools": option})
-    assert session.services.of(Ready)
-    argv = fake_cli.log("start")[0]["argv"]
-    assert argv[argv.index("--tools") + 1] == ""
-    assert json.loads(argv[argv.index("--mcp-config") + 1])["mcpServers"] == {
-        "desiide": {"type": "sdk", "name": "desiide"}
-    }
-    assert "--strict-mcp-config" in argv
 
 
 async def test_the_driver_fails_the_start_on_a_bad_option(
