@@ -1,22 +1,19 @@
-"""The systemd watchdog: WATCHDOG=1 pings from the event loop stop when the loop is blocked.
+"""The systemd watchdog: WATCHDOG=1 pings from the event loop, and what keeps or stops them.
 
-A fake ``NOTIFY_SOCKET`` (a unix datagram socket the test reads) stands in for systemd. Two
-ways to block the loop: in-process, a callback that sleeps *on* the loop (so the pings cannot
-come from some helper thread); and a real daemon process frozen with SIGSTOP. No test measures
-speed: each waits generously for pings to arrive, and asserts that none arrived while the loop
-could not run.
+A fake ``NOTIFY_SOCKET`` (a unix datagram socket the test reads) stands in for systemd. Blocking
+the loop for real (a callback that sleeps on it; a daemon frozen with SIGSTOP) is in
+tests/integration/ops/test_watchdog.py and test_daemon_watchdog.py.
 """
 
 from __future__ import annotations
 
 import asyncio
 import socket
-import time
 
 import pytest
 
 from bridge.runtime.edges.sdnotify import Notifier, run_watchdog, watchdog_interval
-from tests.ops.support import drain, wait_for
+from tests.ops.support import wait_for
 
 INTERVALS = [
     ({}, None),
@@ -35,32 +32,6 @@ def test_watchdog_interval_is_half_the_timeout_for_this_pid(
     env: dict[str, str], expected: float | None
 ) -> None:
     assert watchdog_interval(env, 4242) == expected
-
-
-async def test_a_blocked_loop_sends_no_ping(notify_socket: tuple[str, socket.socket]) -> None:
-    path, sock = notify_socket
-    notifier = Notifier({"NOTIFY_SOCKET": path})
-    ticks: list[int] = []
-    task = asyncio.create_task(run_watchdog(notifier, 0.05, on_tick=lambda: ticks.append(1)))
-    try:
-        await asyncio.to_thread(wait_for, sock, "WATCHDOG=1", 3)
-        during: list[str] = []
-
-        def block() -> None:
-            drain(sock)  # whatever was sent before the loop stopped
-            time.sleep(1.0)  # 20 intervals with the loop blocked
-            during.extend(drain(sock))
-
-        done = asyncio.get_running_loop().create_future()
-        asyncio.get_running_loop().call_soon(lambda: (block(), done.set_result(None)))
-        await done
-        assert during == []
-        await asyncio.to_thread(wait_for, sock, "WATCHDOG=1", 2)  # and they resume
-        assert ticks
-    finally:
-        task.cancel()
-        with pytest.raises(asyncio.CancelledError):
-            await task
 
 
 async def test_a_failing_status_tick_does_not_stop_the_pings(

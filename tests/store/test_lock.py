@@ -1,4 +1,7 @@
-"""The home lock: one holder, its pid readable, released by the kernel when the holder dies."""
+"""The home lock: one holder, its pid readable, a second acquire refused after its retries.
+
+Holders in other processes (and the kernel releasing a dead one): tests/integration/store.
+"""
 
 from __future__ import annotations
 
@@ -13,6 +16,18 @@ import pytest
 
 from store.errors import AlreadyRunning, StoreError
 from store.lock import LOCK_FILENAME, BridgeLock, LockHolder, acquire_lock, read_lock_holder
+
+
+@pytest.fixture
+def retries_without_waiting(monkeypatch: pytest.MonkeyPatch) -> list[float]:
+    """A refused acquire still makes every attempt; the pauses between them are only counted.
+
+    Here the lock's holder is this very process: no pause can let it go, so waiting for real
+    would only slow the tier down.
+    """
+    pauses: list[float] = []
+    monkeypatch.setattr(time, "sleep", pauses.append)
+    return pauses
 
 
 def test_acquire_writes_our_pid_and_release_clears_it(home: Path) -> None:
@@ -35,6 +50,7 @@ def test_acquire_writes_our_pid_and_release_clears_it(home: Path) -> None:
     assert not again.held
 
 
+@pytest.mark.usefixtures("retries_without_waiting")
 def test_second_acquire_in_the_same_process_is_refused(home: Path) -> None:
     with acquire_lock(home):
         with pytest.raises(AlreadyRunning) as info:
@@ -69,6 +85,7 @@ def test_read_lock_holder_without_a_home(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize("content", ["", "garbage\n", "-5\n", "0\n", "١٢٣\n"], ids=repr)
+@pytest.mark.usefixtures("retries_without_waiting")
 def test_unreadable_pid_is_reported_as_unknown(home: Path, content: str) -> None:
     with acquire_lock(home) as lock:
         (home / LOCK_FILENAME).write_text(content)
