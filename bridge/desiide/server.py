@@ -11,6 +11,10 @@ The editor extension forks this process and speaks JSON-RPC 2.0 to it over stdin
   ``task.approve``; answers carry their request's id. A handler's ``DesiideError`` is answered
   with its code; anything else is a bug: ``InternalError`` to the editor, the traceback to the
   log only.
+- **stdin** is the editor's pipe. Anything else works too (a manual run, a script): a regular
+  file is read as the stream and ``/dev/null`` or a closed stdin is an immediate EOF; the event
+  loop cannot wait on those, so they are read in a thread. A stdin that cannot be read at all is
+  one line in the log and exit status 1.
 - **Shutdown**: stdin's end, SIGTERM or SIGINT cancel every unfinished task (their sessions are
   interrupted, the daemon keeps their history), let go of the daemon (stopping it when it ran in
   this process), and exit 0.
@@ -26,7 +30,9 @@ import contextlib
 import logging
 import logging.handlers
 import os
+import selectors
 import signal
+import stat
 import sys
 import time
 from collections.abc import Awaitable, Callable
@@ -51,6 +57,7 @@ LOG_FILE: Final = "orchestrator.log"
 LOG_FILE_BYTES: Final = 5 * 1024 * 1024
 LOG_FILE_BACKUPS: Final = 3
 READ_SIZE: Final = 65536
+STDIN_FD: Final = 0
 SECRET_TIMEOUT: Final = 60.0
 
 
@@ -182,10 +189,55 @@ def _configure_logs(log_dir: Path | None, level: str) -> None:
     logging.getLogger().addHandler(handler)
 
 
-async def _stdio(home: Path) -> None:
+def _pollable(fd: int) -> bool:
+    """Whether the event loop can wait on `fd`: a pipe, a socket or a terminal can, a regular
+    file or ``/dev/null`` cannot (epoll refuses them), nor a closed descriptor."""
+    try:
+        mode = os.fstat(fd).st_mode
+    except OSError:
+        return False
+    if not (stat.S_ISFIFO(mode) or stat.S_ISSOCK(mode) or stat.S_ISCHR(mode)):
+        return False
+    with selectors.DefaultSelector() as selector:
+        try:
+            selector.register(fd, selectors.EVENT_READ)
+        except (OSError, ValueError):
+            return False
+    return True
+
+
+async def _read_file(fd: int, reader: asyncio.StreamReader) -> bool:
+    """Feed `reader` from a descriptor the loop cannot poll, read in a thread (a regular file's
+    reads never wait for a writer, so the thread always ends); then EOF. False when stdin could
+    not be read (said in one line)."""
+    try:
+        while data := await asyncio.to_thread(os.read, fd, READ_SIZE):
+            reader.feed_data(data)
+    except OSError as exc:
+        logger.error(
+            "! stdin cannot be read (%s): run codedeck-bridge desiide with the editor's pipe, "
+            "a file or /dev/null as stdin",
+            exc.strerror or type(exc).__name__,
+        )
+        return False
+    finally:
+        reader.feed_eof()
+    return True
+
+
+async def _stdio(home: Path) -> bool:
+    """Serve on stdin/stdout; False when stdin could not be read."""
     loop = asyncio.get_running_loop()
     reader = asyncio.StreamReader(limit=1 << 22)
-    await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader), sys.stdin)
+    # A pipe (how the editor forks us) is read by the loop; anything else it cannot wait on (a
+    # file, /dev/null) is read in a thread, and its end is EOF as for a closed pipe.
+    file_read: asyncio.Task[bool] | None = None
+    if _pollable(STDIN_FD):
+        await loop.connect_read_pipe(
+            lambda: asyncio.StreamReaderProtocol(reader), os.fdopen(STDIN_FD, "rb", closefd=False)
+        )
+    else:
+        file_read = asyncio.create_task(_read_file(STDIN_FD, reader), name="desiide stdin")
     out = os.fdopen(os.dup(sys.stdout.fileno()), "wb", buffering=0)
     # Nothing else may write to fd 1 from now on: a stray print would corrupt a frame.
     devnull = os.open(os.devnull, os.O_WRONLY)
@@ -202,12 +254,24 @@ async def _stdio(home: Path) -> None:
         await serve(home, reader, write, stop=stop)
     finally:
         out.close()
+        if file_read is not None and not file_read.done():
+            file_read.cancel()  # stopped on a signal before the file's end
+    if file_read is None or not file_read.done() or file_read.cancelled():
+        return True
+    return file_read.result()
 
 
 def run_orchestrator(home: Path, log_dir: Path | None, level: str = "INFO") -> int:
     """The ``desiide`` command: serve the editor on stdio until it closes; the exit code."""
+    try:
+        os.fstat(STDIN_FD)
+    except OSError:
+        # A closed stdin has nothing to read: /dev/null in its place is its EOF, and keeps fd 0
+        # from being taken by the next file opened (a log file, the event loop's own).
+        os.open(os.devnull, os.O_RDONLY)
     _configure_logs(log_dir, level)
     logger.info("Desiide orchestrator for %s", home)
     with contextlib.suppress(KeyboardInterrupt):
-        asyncio.run(_stdio(home))
+        if not asyncio.run(_stdio(home)):
+            return 1
     return 0
