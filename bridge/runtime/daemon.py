@@ -241,9 +241,13 @@ class Daemon:
         """
         state = await load_engine_state(self.db)
         await self.outbound.load_clock()
-        self._register_bridge()
-        relays = await self._relays()
-        parts = self._assemble(state, relays)
+        try:
+            self._register_bridge()
+            relays = await self._relays()
+            parts = self._assemble(state, relays)
+        except BaseException:
+            await self._abandon_start()
+            raise
         try:
             await self._serve_control(parts.server)
             await self._connect_relays(parts)
@@ -265,6 +269,16 @@ class Daemon:
             await self._shut_down(parts)
         if self._failure is not None:
             raise DaemonError(f"{self._failure}; see the log above")
+
+    async def _abandon_start(self) -> None:
+        """The start failed before the parts were built: close what it opened already (the
+        relay registration's calls, the embedded relay), as the shutdown would have."""
+        try:
+            if self.registration is not None:
+                await self.registration.close()
+        finally:
+            if self.embedded is not None:
+                await self.embedded.stop()
 
     def _register_bridge(self) -> None:
         """Register with the relay operator's registry, when the settings name one."""
