@@ -1,7 +1,7 @@
 """Secrets set from phones (schema v4): provider profiles and credentials.
 
 Plain values in and out, like `store.bridge_state`: a provider profile is its JSON record
-(`bridge.engine.providers.profile_to_record`, auth token included), a credential a name and a
+(`bridge.engine.phones.providers.profile_to_record`, auth token included), a credential a name and a
 text value. The values are secret: they are never logged and never put in an exception message
 (only names and ids are); the database file is 0600 in a 0700 home, and the store's connection
 thread (`store.worker`) logs no statement or parameter.

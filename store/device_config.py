@@ -1,6 +1,6 @@
 """Each phone's device-testing configuration (schema v4, table `device_config`).
 
-One JSON object per phone pubkey (64 hex characters), as `bridge.engine.device_config` prepares
+One JSON object per phone pubkey (64 hex characters), as `bridge.engine.phones.device_config` prepares
 it: the wire's `DeviceConfig` fields that were set, transport-only fields already stripped.
 Plain values in and out, like `store.bridge_state`.
 """

@@ -7,7 +7,7 @@ import logging
 
 import pytest
 
-from bridge.engine.providers import ProviderProfile, profile_from_record, profile_to_record
+from bridge.engine.phones.providers import ProviderProfile, profile_from_record, profile_to_record
 from bridge.protocol import ModelEntry
 from store import BRIDGE_MIGRATIONS, BridgeDatabase
 from store.accounts import (
