@@ -29,9 +29,10 @@ run: $(RUN_STAMP)
 ## The whole test suite: lint, type check, then every test tier.
 test: lint typecheck pytest
 
-## The pure and in-process tiers only (no relay, no daemon process, no CLI): under a minute.
+## The pure and in-process tiers only (no relay, no process started): under a minute, on one
+## pytest-xdist worker per core (PYTEST_ARGS="-n 0" runs them in this process, e.g. for pdb).
 unit: $(TEST_STAMP)
-	$(BIN)/pytest -q -m "not integration and not e2e" $(PYTEST_ARGS)
+	$(BIN)/pytest -q -n auto -m "not integration and not e2e" $(PYTEST_ARGS)
 
 lint: $(TEST_STAMP)
 	$(BIN)/ruff check bridge relaypolicy store tests

@@ -8,7 +8,9 @@ A test's tier is its directory: everything under ``tests/integration/`` is marke
 tiers join them: ``tests/differential/`` (shell lines run for real in a bubblewrap jail) is
 ``integration``, ``tests/redteam/`` (attacks through the real CLI) is ``e2e``. ``make unit``
 deselects both marks. A test elsewhere that asks for a real relay, or carries one of those marks by
-hand, stops the collection: the fast tier stays fast only if nobody can slip a slow test into it.
+hand, stops the collection, and one that starts a process (an agent, the CLI, git, bwrap, a fresh
+interpreter) fails (``tests/support/process_guard.py``): the fast tier stays fast only if nobody
+can slip a slow test into it.
 
 Property tests (hypothesis) are derandomized: every run tries the same examples, so a run is red
 because of the change under test, never because a random draw found an old corner on an
@@ -27,6 +29,7 @@ import pytest
 from hypothesis import settings
 
 from tests.support import daemon as daemon_support
+from tests.support import process_guard
 from tests.support.relay import LoopbackRelay
 
 settings.register_profile("fixed", derandomize=True)
@@ -47,13 +50,21 @@ MARKS = ("integration", "e2e")
 REAL_RELAY_FIXTURES = frozenset({"relay", "relay_factory"})
 
 
+def tier_mark(item: pytest.Item) -> pytest.MarkDecorator | None:
+    """The mark of the tier a test's directory puts it in; None for the fast tier."""
+    parts = item.path.resolve().relative_to(TESTS).parts
+    return TIERS.get(parts[0]) if len(parts) > 1 else None
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    process_guard.install()
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """Mark each test with the tier of its directory; refuse slow tests outside those."""
     misplaced: list[str] = []
     for item in items:
-        parts = item.path.resolve().relative_to(TESTS).parts
-        tier = parts[0] if len(parts) > 1 else ""
-        mark = TIERS.get(tier)
+        mark = tier_mark(item)
         if mark is not None:
             item.add_marker(mark)
             continue
@@ -70,14 +81,35 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 
 
 @pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> Any:
+    """A fast-tier test may start no process, from its setup to its teardown."""
+    if tier_mark(item) is not None:
+        yield
+        return
+    process_guard.arm(item.nodeid)
+    try:
+        yield
+    finally:
+        process_guard.disarm()
+
+
+@pytest.hookimpl(hookwrapper=True)
 def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Any:
     """A failed test's report ends with the last lines of each daemon it started.
 
     A failure in CI is seen once, on a machine that is gone: what the daemon logged (a relay that
-    dropped, a host that stalled) is the only trace of why a wait timed out.
+    dropped, a host that stalled) is the only trace of why a wait timed out. A fast-tier test that
+    tried to start a process fails even where it caught the refusal and went on.
     """
     outcome = yield
     report: pytest.TestReport = outcome.get_result()
+    refused = process_guard.take_attempts()
+    if refused and report.passed:
+        report.outcome = "failed"
+        report.longrepr = (
+            f"{item.nodeid} starts a process ({'; '.join(refused)}): the unit tier stays in "
+            "this interpreter; move the test into tests/integration/ (the same path below it)"
+        )
     if report.failed:
         for started in daemon_support.started():
             title = f"daemon log {started.home} (last {DAEMON_LOG_LINES} lines)"

@@ -82,6 +82,7 @@ def test_registry_from_the_environment(
 @pytest.mark.parametrize(
     "value",
     ["nope", "ab" * 31, PHONE.nsec, "npub1qqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqq"],
+    ids=["word", "short-hex", "a-secret-key", "bad-checksum"],
 )
 def test_bad_pubkeys_are_usage_errors(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], value: str
