@@ -231,13 +231,14 @@ async def _stdio(home: Path) -> bool:
     reader = asyncio.StreamReader(limit=1 << 22)
     # A pipe (how the editor forks us) is read by the loop; anything else it cannot wait on (a
     # file, /dev/null) is read in a thread, and its end is EOF as for a closed pipe.
+    stdin_reads = TaskSet("desiide stdin", logger=logger)
     file_read: asyncio.Task[bool] | None = None
     if _pollable(STDIN_FD):
         await loop.connect_read_pipe(
             lambda: asyncio.StreamReaderProtocol(reader), os.fdopen(STDIN_FD, "rb", closefd=False)
         )
     else:
-        file_read = asyncio.create_task(_read_file(STDIN_FD, reader), name="desiide stdin")
+        file_read = stdin_reads.spawn(_read_file(STDIN_FD, reader), "desiide stdin")
     out = os.fdopen(os.dup(sys.stdout.fileno()), "wb", buffering=0)
     # Nothing else may write to fd 1 from now on: a stray print would corrupt a frame.
     devnull = os.open(os.devnull, os.O_WRONLY)
@@ -255,7 +256,7 @@ async def _stdio(home: Path) -> bool:
     finally:
         out.close()
         if file_read is not None and not file_read.done():
-            file_read.cancel()  # stopped on a signal before the file's end
+            await stdin_reads.close(timeout=1.0)  # stopped on a signal before the file's end
     if file_read is None or not file_read.done() or file_read.cancelled():
         return True
     return file_read.result()
