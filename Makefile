@@ -31,8 +31,12 @@ test: lint typecheck pytest
 
 ## The pure and in-process tiers only (no relay, no process started): under a minute, on one
 ## pytest-xdist worker per core (PYTEST_ARGS="-n 0" runs them in this process, e.g. for pdb).
+## The process tiers' folders are not collected at all, and compiled modules are kept under
+## .venv whatever PYTHONDONTWRITEBYTECODE says, so a rerun does not compile the tree again.
+UNIT_SKIPS := $(foreach tier,integration e2e differential redteam,--ignore=tests/$(tier))
 unit: $(TEST_STAMP)
-	$(BIN)/pytest -q -n auto -m "not integration and not e2e" $(PYTEST_ARGS)
+	env -u PYTHONDONTWRITEBYTECODE PYTHONPYCACHEPREFIX=$(CURDIR)/$(VENV)/pycache \
+		$(BIN)/pytest -q -n auto -m "not integration and not e2e" $(UNIT_SKIPS) $(PYTEST_ARGS)
 
 lint: $(TEST_STAMP)
 	$(BIN)/ruff check bridge relaypolicy store tests

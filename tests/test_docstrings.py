@@ -24,6 +24,7 @@ previous page's cursor"). Sentence-initial "Now" is a pattern: it starts the sec
 from __future__ import annotations
 
 import ast
+import functools
 import io
 import itertools
 import re
@@ -273,10 +274,16 @@ def hits(texts: list[Text]) -> list[Hit]:
     return out
 
 
+@functools.cache
+def tree_hits() -> tuple[Hit, ...]:
+    """The matches in the packages, scanned once for the tests that read them."""
+    return tuple(hits(collect()))
+
+
 def test_no_measurements_tracker_ids_or_history_in_docstrings() -> None:
     found = [
         f"{h.path}:{h.line}: [{h.name}] …{h.context}…"
-        for h in hits(collect())
+        for h in tree_hits()
         if not any(h.excepted_by(e) for e in EXCEPTIONS)
     ]
     assert not found, (
@@ -287,7 +294,7 @@ def test_no_measurements_tracker_ids_or_history_in_docstrings() -> None:
 
 def test_every_exception_is_still_needed() -> None:
     """An exception that matches nothing any more is dead weight: remove it."""
-    found = hits(collect())
+    found = tree_hits()
     for exception in EXCEPTIONS:
         assert any(h.excepted_by(exception) for h in found), f"stale exception: {exception}"
 

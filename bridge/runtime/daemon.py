@@ -89,7 +89,7 @@ from bridge.runtime.edges.wake import watch_wakes
 from bridge.runtime.engine_loop import EffectRunner, EngineFailure, EngineLoop
 from bridge.runtime.errands.dispatch import Errands
 from bridge.runtime.errands.git_commits import CommitWatcher
-from bridge.runtime.hosts.agent_env import AgentEnvironment, AgentLoadError
+from bridge.runtime.hosts.agent_env import AgentEnvironment, AgentLoadError, sandbox_support_of
 from bridge.runtime.hosts.launcher import HostLauncher, stop_host
 from bridge.runtime.hosts.runners import DatabaseHostStore, RunnerManager
 from bridge.runtime.identity import IdentityError, load_or_create_identity
@@ -97,6 +97,7 @@ from bridge.runtime.outbound import Outbound
 from bridge.runtime.periodic import PeriodicWork
 from bridge.runtime.subscriptions import Subscriptions
 from bridge.sandbox.hidden import hidden_paths
+from bridge.sandbox.probe import SandboxSupport
 from bridge.tasks import TaskSet, race
 from store import bridge_state
 from store.db import BridgeDatabase, open_bridge_db
@@ -244,7 +245,8 @@ class Daemon:
         try:
             self._register_bridge()
             relays = await self._relays()
-            parts = self._assemble(state, relays)
+            sandbox = await sandbox_support_of(self.settings.sandbox)
+            parts = self._assemble(state, relays, sandbox)
         except BaseException:
             await self._abandon_start()
             raise
@@ -303,7 +305,7 @@ class Daemon:
         self.embedded = await self._start_embedded()
         return _Relays((self.embedded.local_url,), (self.embedded.public_url(),))
 
-    def _assemble(self, state: EngineState, relays: _Relays) -> _Parts:
+    def _assemble(self, state: EngineState, relays: _Relays, sandbox: SandboxSupport) -> _Parts:
         """Build every part and wire them together; nothing starts yet.
 
         Every part hands its inputs to the engine loop through one `feed`. The loop is built
@@ -323,7 +325,7 @@ class Daemon:
             commits.observe(event)
             feed(event)
 
-        agents = AgentEnvironment(settings, engine, feed)
+        agents = AgentEnvironment(settings, engine, feed, sandbox=sandbox)
         try:
             factory = self._runner_factory or agents.runner_factory(
                 self.launcher,

@@ -24,8 +24,12 @@ from bridge.runtime.hosts.agent_env import (
     no_longer_configured,
 )
 from bridge.runtime.hosts.launcher import HostLauncher
+from bridge.sandbox import SandboxSupport
 
 from .support import BRIDGE, NOW, FakeClock, session_record
+
+SANDBOX = SandboxSupport(available=True, bwrap="/usr/bin/bwrap")
+"""The start's answer, given: the trial starts a process (tests/integration/sandbox tries it)."""
 
 ROOT = "/ws"
 
@@ -63,7 +67,7 @@ def make(
     )
     fed: list[Input] = []
     monotonic = (clock or FakeClock()).monotonic
-    return AgentEnvironment(settings, engine, fed.append, monotonic=monotonic), fed
+    return AgentEnvironment(settings, engine, fed.append, sandbox=SANDBOX, monotonic=monotonic), fed
 
 
 OPENCODE = AgentConfig(

@@ -10,6 +10,7 @@ import pytest
 from bridge.config import Settings
 from bridge.runtime.daemon import Daemon, DaemonError
 from bridge.runtime.hosts.agent_env import AgentEnvironment, AgentLoadError
+from bridge.sandbox import SandboxSettings
 from store.db import BridgeDatabase
 from tests.runtime.support import BRIDGE
 
@@ -38,6 +39,7 @@ async def test_a_start_that_fails_before_serving_stops_the_embedded_relay_and_th
         key_file=None,
         register_url="http://127.0.0.1:9/admin",  # nothing answers: the calls only wait
         register_token_file=token,
+        sandbox=SandboxSettings(enabled=False),  # no bubblewrap trial: no process in this tier
     )
     monkeypatch.setattr(AgentEnvironment, "runner_factory", missing_driver)
     daemon = Daemon(settings, db, BRIDGE, keep_sessions=False)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from pathlib import Path
 
@@ -11,7 +12,7 @@ from bridge.agents.base import SessionSpec
 from bridge.config import Settings
 from bridge.engine.core import Engine, EngineConfig, EngineState
 from bridge.engine.effects import SessionRecord
-from bridge.runtime.hosts.agent_env import AgentEnvironment
+from bridge.runtime.hosts.agent_env import AgentEnvironment, sandbox_support_of
 from bridge.sandbox import SandboxSettings, hidden_paths
 from tests.runtime.support import BRIDGE, NOW
 
@@ -43,7 +44,8 @@ def environment(tmp_path: Path, sandbox: SandboxSettings) -> AgentEnvironment:
         new_id=lambda: "id",
         now=NOW,
     )
-    return AgentEnvironment(settings, engine, lambda event: None)
+    support = asyncio.run(sandbox_support_of(sandbox))
+    return AgentEnvironment(settings, engine, lambda event: None, sandbox=support)
 
 
 def spec(tmp_path: Path, cwd: Path | None = None) -> SessionSpec:

@@ -39,6 +39,7 @@ The engine is read only through its queries.
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 import importlib.util
 import logging
@@ -66,6 +67,7 @@ from bridge.runtime.hosts.runners import RunnerManager
 from bridge.sandbox import (
     PolicyError,
     SandboxPolicy,
+    SandboxSettings,
     SandboxSupport,
     agent_home,
     check_sandbox,
@@ -81,12 +83,14 @@ __all__ = [
     "ACP_AGENT_KIND",
     "ACP_RECORD_DIR",
     "MODELS_KEEP",
+    "SANDBOX_OFF",
     "AgentEnvironment",
     "AgentLoadError",
     "acp_driver_options",
     "base_environment",
     "is_plan_file_write",
     "no_longer_configured",
+    "sandbox_support_of",
 ]
 
 logger = logging.getLogger(__name__)
@@ -160,6 +164,18 @@ def is_plan_file_write(tool_name: str, tool_input: Mapping[str, Any]) -> bool:
     return resolved.suffix == ".md" and plans in resolved.parents
 
 
+SANDBOX_OFF = SandboxSupport(available=False, reason="[sandbox] enabled = false")
+"""What the start says of the sandbox when it is turned off: nothing is tried."""
+
+
+async def sandbox_support_of(settings: SandboxSettings) -> SandboxSupport:
+    """Whether bubblewrap runs here, tried once at the start in a worker thread (the trial
+    starts a process, which must not hold the event loop)."""
+    if not settings.enabled:
+        return SANDBOX_OFF
+    return await asyncio.to_thread(check_sandbox, settings.bwrap, os.environ.get("PATH"))
+
+
 class AgentEnvironment:
     """The agents' side of the settings and of the engine (see the module docstring).
 
@@ -175,9 +191,11 @@ class AgentEnvironment:
         engine: Engine,
         feed: Callable[[Input], None],
         *,
+        sandbox: SandboxSupport,
         monotonic: Callable[[], float] = time.monotonic,
     ) -> None:
         self._settings = settings
+        self._sandbox = sandbox
         self._engine = engine
         self._feed = feed
         self._monotonic = monotonic
@@ -247,8 +265,8 @@ class AgentEnvironment:
     # --- the sandbox ------------------------------------------------------------------------
 
     def sandbox_support(self) -> SandboxSupport:
-        """Whether bubblewrap runs here (checked once per process)."""
-        return check_sandbox(self._settings.sandbox.bwrap, os.environ.get("PATH"))
+        """Whether bubblewrap runs here, as :func:`sandbox_support_of` found at the start."""
+        return self._sandbox
 
     def sandbox_summary(self) -> str:
         """One line for ``status``: whether sessions are sandboxed, and if not why."""
