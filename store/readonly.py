@@ -179,7 +179,8 @@ def _frozen(exc: sqlite3.Error, path: Path) -> bool:
     """True when `path` cannot change and SQLite failed only for want of its ``-shm`` file.
 
     A WAL database needs ``-wal``/``-shm`` beside it even to be read, and SQLite cannot create
-    them in a folder it may not write (a read-only mount, a folder without write permission).
+    them in a folder it may not write (a read-only mount, a folder of ours without write
+    permission).
     No daemon can write there either, so the file is as it will stay, and reading it as
     ``immutable`` (no locks, no shared memory) gives the same rows. Not when a ``-wal`` with
     content exists: it may hold committed rows that only a normal open would see.
@@ -190,12 +191,22 @@ def _frozen(exc: sqlite3.Error, path: Path) -> bool:
         sqlite3.SQLITE_READONLY,
     ):
         return False
-    if read_only_reason(path.parent) is None:
+    reason = read_only_reason(path.parent)
+    if reason is None:
         return False
+    if "read-only" not in reason and not _ours(path.parent):
+        return False  # its owner may write there: a daemon of theirs could be mid-write
     try:
         return path.with_name(path.name + "-wal").stat().st_size == 0
     except FileNotFoundError:
         return True
+    except OSError:
+        return False
+
+
+def _ours(directory: Path) -> bool:
+    try:
+        return directory.stat().st_uid == os.geteuid()
     except OSError:
         return False
 
