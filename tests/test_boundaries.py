@@ -53,6 +53,7 @@ LAYERS: list[set[str]] = [
         "bridge.redaction",
         "bridge.peercred",
         "bridge.ripgrep",
+        "bridge.webclient",  # the built web app's files and their loader
     },
     {"bridge.protocol", "bridge.sandbox", "bridge.agent_config"},
     {"bridge.nostr", "bridge.gate", "bridge.config", "bridge.agent_reports"},

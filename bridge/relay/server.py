@@ -21,6 +21,15 @@ already stored (``duplicate:``, answered without asking the policy, so a re-send
 up a rate limit); the write policy; the store. An accepted event goes to every matching
 subscription of every client (its author's included, as NIP-01 relays do), then ``OK``.
 
+The port also answers plain HTTP: NIP-11 for a request that accepts
+``application/nostr+json``, and every other GET from the :class:`~bridge.relay.site.StaticSite`
+it was given (a web app served from the relay's own origin), or one line saying it is a relay.
+With an ``ssl`` context the same port speaks TLS: ``wss://`` and ``https://``.
+
+Which phones read the bridge right now (:meth:`RelayServer.readers`) is kept as an immutable
+snapshot, replaced whenever a websocket client's subscriptions change, so another thread may
+read it without a lock.
+
 When the store is full (its size cap, :mod:`bridge.relay.storage`), an event that would be
 stored is refused with ``OK false "error: relay storage full"``, after one attempt to make room
 by purging expired events (at most every :data:`FULL_PURGE_SECONDS`). The log says so once when
@@ -38,12 +47,14 @@ import asyncio
 import contextlib
 import logging
 import re
+import ssl
 from collections.abc import Awaitable, Callable
 from http import HTTPStatus
 from typing import Any, Final, assert_never
 
 import orjson
 from websockets.asyncio.server import Server, ServerConnection, serve
+from websockets.datastructures import Headers
 from websockets.exceptions import ConnectionClosed
 from websockets.frames import Close, CloseCode
 from websockets.http11 import Request, Response
@@ -62,6 +73,7 @@ from bridge.relay.session import (
     event_frame,
     ok_frame,
 )
+from bridge.relay.site import StaticSite
 from bridge.relay.storage import EventStore, Put
 from bridge.tasks import TaskSet
 
@@ -195,6 +207,8 @@ class RelayServer:
         clock: Callable[[], float],
         limits: RelayLimits | None = None,
         version: str = "",
+        site: StaticSite | None = None,
+        tls: ssl.SSLContext | None = None,
     ) -> None:
         self.host = host
         self.port = port
@@ -203,6 +217,10 @@ class RelayServer:
         self._admit = admit
         self._clock = clock
         self._version = version
+        self._site = site
+        self._tls = tls
+        self._reading: frozenset[tuple[str, str]] = frozenset()
+        """(author, p) for every websocket subscription naming both: see :meth:`readers`."""
         self._clients: set[_Client] = set()
         self._server: Server | None = None
         self._tasks = TaskSet("relay", logger=logger)
@@ -221,6 +239,27 @@ class RelayServer:
         """The open websocket connections (for diagnostics and tests; in-process ones aside)."""
         return [client.connection for client in self._clients if client.connection is not None]
 
+    def readers(self, author: str) -> frozenset[str]:
+        """The pubkeys P for which a websocket client holds a subscription whose filter has
+        ``authors`` containing ``author`` and ``#p`` containing P: who is reading ``author``'s
+        events addressed to them now (in-process clients aside).
+
+        Safe to call from any thread: it reads a snapshot the relay's loop replaces whole.
+        """
+        return frozenset(reader for who, reader in self._reading if who == author)
+
+    def _subscriptions_changed(self) -> None:
+        pairs: set[tuple[str, str]] = set()
+        for client in self._clients:
+            if client.connection is None or client.dropped:
+                continue
+            for filters in client.session.subscriptions.values():
+                for one in filters:
+                    if one.authors and one.tags.get("p"):
+                        pairs.update((a, p) for a in one.authors for p in one.tags["p"])
+        if pairs != self._reading:
+            self._reading = frozenset(pairs)
+
     async def start(self) -> None:
         """Listen (``port`` 0 picks a free port, read back into :attr:`port`). Raises OSError."""
         self._server = await serve(
@@ -232,6 +271,7 @@ class RelayServer:
             max_size=self.limits.max_message_length,
             server_header=None,
             logger=_LIBRARY_LOG,
+            ssl=self._tls,
         )
         sockets = list(self._server.sockets)
         if sockets:
@@ -246,7 +286,7 @@ class RelayServer:
             await server.wait_closed()
         await self._tasks.close()
 
-    # --- HTTP: NIP-11 ---------------------------------------------------------------------------
+    # --- HTTP: NIP-11 and the site ------------------------------------------------------------
 
     def _http(self, connection: ServerConnection, request: Request) -> Response | None:
         if request.headers.get("Upgrade", "").lower() == "websocket":
@@ -263,9 +303,22 @@ class RelayServer:
             response.headers["Content-Type"] = INFO_CONTENT_TYPE
             response.headers["Access-Control-Allow-Origin"] = "*"
             return response
+        if self._site is not None:
+            return self._from_site(request)
         return connection.respond(
             HTTPStatus.OK, "A Nostr relay (codedeck-bridge): connect with a websocket.\n"
         )
+
+    def _from_site(self, request: Request) -> Response:
+        wanted = {
+            name: request.headers.get(name, "") for name in ("accept-encoding", "if-none-match")
+        }
+        assert self._site is not None
+        answer = self._site.answer(request.method, request.path, wanted)
+        headers = Headers(answer.headers)
+        headers["Connection"] = "close"  # websockets closes the connection after an answer
+        status = HTTPStatus(answer.status)
+        return Response(status.value, status.phrase, headers, answer.body)
 
     # --- connections ----------------------------------------------------------------------------
 
@@ -314,6 +367,8 @@ class RelayServer:
         finally:
             self._clients.discard(client)
             client.dropped = True
+            if client.connection is not None:
+                self._subscriptions_changed()
             if client.link is not None:
                 client.link.close(_GOING_AWAY)
             if writer is not None:
@@ -367,6 +422,8 @@ class RelayServer:
             case Publish(event=event, event_json=event_json):
                 self._publish(client, event, event_json)
             case Subscribe(subscription_id=subscription_id, filters=filters):
+                if client.connection is not None:
+                    self._subscriptions_changed()
                 now = int(self._clock())
                 stored = self.store.query(filters, now, self.limits.max_limit)
                 for event_json in stored:
@@ -375,7 +432,8 @@ class RelayServer:
                         await self._drained(client)
                 client.push(eose_frame(subscription_id))
             case Unsubscribe():
-                pass
+                if client.connection is not None:
+                    self._subscriptions_changed()
             case Reply(frame=frame):
                 logger.debug("! relay client %s: %.120s", client.ip, frame)
                 client.push(frame)
@@ -407,6 +465,7 @@ class RelayServer:
             client.link.close(_UNREAD)
             return
         assert client.connection is not None
+        self._subscriptions_changed()
         transport = client.connection.transport
         if transport is not None:
             transport.abort()

@@ -81,6 +81,7 @@ from bridge.runtime.edges.embedded_relay import (
     EmbeddedRelay,
     EmbeddedRelayError,
     EngineRegistry,
+    TlsFiles,
     private_relay,
 )
 from bridge.runtime.edges.registration import RegistrationError, RelayRegistration, read_token_file
@@ -547,6 +548,9 @@ class Daemon:
             database_dir=self.settings.home / RELAY_DIR_NAME,
             clock=self.clock.wall,
             max_stored_bytes=self.settings.embedded_relay_max_mb * 1024 * 1024,
+            bridge_pubkey=self.keypair.public_hex,
+            tls=TlsFiles.of(self.settings.embedded_relay_cert, self.settings.embedded_relay_key),
+            relays=self.settings.relays,
         )
         try:
             await relay.start()

@@ -13,9 +13,18 @@ and a new phone's pair-request while a window is open). The store is capped
 in its outbox and go out again once expired ones made room.
 
 Reads stay open to any client, as on any relay: every payload is NIP-44 encrypted. What a
-stranger's REQ can learn is metadata (which keys talk, which kinds, when); the relay speaks plain
-``ws://``, so anyone on the network path sees the same in the frames, and refusing filters that
-name no pubkey would only slow enumeration down at the risk of refusing a client's own filter.
+stranger's REQ can learn is metadata (which keys talk, which kinds, when); without a certificate
+the relay speaks plain ``ws://``, so anyone on the network path sees the same in the frames, and
+refusing filters that name no pubkey would only slow enumeration down at the risk of refusing a
+client's own filter.
+
+The same port serves CodeDeck Web (:mod:`bridge.webclient`) to browsers, same origin as the
+websocket, with a Content-Security-Policy whose ``connect-src`` names this relay's addresses and
+the configured relays. With a certificate and key (``embedded_relay_cert``/``embedded_relay_key``)
+it speaks TLS: every URL of it says ``wss://``/``https://``, and when it serves the LAN its
+public host is the certificate's DNS name (a phone checks the name; it cannot check a bare LAN
+address against a certificate issued for a name). A browser needs that secure context for a
+service worker, push and the camera; plain ``http://`` is one only on ``127.0.0.1``.
 
 The relay runs on a thread of its own with its own event loop: the daemon's work (a commit, a
 signature) never delays a phone's frames, and the relay's SQLite calls and signature checks
@@ -40,16 +49,20 @@ import errno
 import ipaddress
 import logging
 import socket
+import ssl
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
 from bridge import __version__
 from bridge.engine.core import Engine
+from bridge.records import record
 from bridge.relay.local import LocalChannel
 from bridge.relay.server import Admit, RelayServer
+from bridge.relay.site import StaticSite
 from bridge.relay.storage import EventStore
+from bridge.webclient import NOT_BUILT, load_files
 from relaypolicy.embedded import embedded_policy
 from relaypolicy.registry import PubkeyRegistry
 
@@ -58,8 +71,11 @@ __all__ = [
     "EmbeddedRelay",
     "EmbeddedRelayError",
     "EngineRegistry",
+    "TlsFiles",
+    "certificate_name",
     "lan_address",
     "private_relay",
+    "tls_context",
 ]
 
 logger = logging.getLogger(__name__)
@@ -91,6 +107,48 @@ def lan_address() -> str | None:
     return None if ipaddress.ip_address(address).is_loopback else address
 
 
+@record
+class TlsFiles:
+    """The embedded relay's certificate (chain) and its private key, both PEM files."""
+
+    cert: Path
+    key: Path
+
+    @classmethod
+    def of(cls, cert: Path | None, key: Path | None) -> TlsFiles | None:
+        """Both files, or None (the settings check that both or neither are given)."""
+        return cls(cert, key) if cert is not None and key is not None else None
+
+
+def tls_context(files: TlsFiles) -> ssl.SSLContext:
+    """A server context for ``files``: TLS 1.2 or later, HTTP/1.1 by ALPN.
+
+    Raises:
+        OSError, ssl.SSLError: a file cannot be read, or the key does not fit the certificate.
+    """
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    context.minimum_version = ssl.TLSVersion.TLSv1_2
+    context.load_cert_chain(files.cert, files.key)
+    context.set_alpn_protocols(["http/1.1"])
+    return context
+
+
+def certificate_name(cert: Path) -> str | None:
+    """The first DNS name of the certificate's subjectAltName that a phone can dial (not a
+    wildcard, not ``localhost``), or None."""
+    from cryptography import x509  # only with TLS
+
+    try:
+        loaded = x509.load_pem_x509_certificate(cert.read_bytes())
+        names = loaded.extensions.get_extension_for_class(x509.SubjectAlternativeName)
+    except (OSError, ValueError, x509.ExtensionNotFound):
+        return None
+    for name in names.value.get_values_for_type(x509.DNSName):
+        if "*" not in name and name != "localhost" and not name.endswith(".localhost"):
+            return name
+    return None
+
+
 def _forget_lmdb(directory: Path) -> None:
     """Remove the store of the previous embedded relay (LocalRelay's LMDB) from this home.
 
@@ -115,6 +173,11 @@ class EmbeddedRelay:
         clock: unix seconds (``created_at`` checks, NIP-40 expiry).
         max_stored_bytes: the cap on the stored events' JSON (see :mod:`bridge.relay.storage`);
             ``None`` for no cap.
+        tls: serve TLS with these files (``wss://``, ``https://``).
+        web: gives the files of the web app to serve on the port (called once, on the relay's
+            thread); ``None`` serves no app.
+        relays: the other relays the web app may connect to (its CSP's ``connect-src``).
+        bridge_pubkey: the bridge's key, whose readers :meth:`connected_phones` reports.
     """
 
     def __init__(
@@ -126,9 +189,18 @@ class EmbeddedRelay:
         database_dir: Path | None = None,
         clock: Callable[[], float] | None = None,
         max_stored_bytes: int | None = None,
+        tls: TlsFiles | None = None,
+        web: Callable[[], Mapping[str, bytes]] | None = None,
+        relays: Sequence[str] = (),
+        bridge_pubkey: str | None = None,
     ) -> None:
         self.host = host
         self.port = port
+        self.tls = tls
+        self._web = web
+        self._relays = tuple(relays)
+        self._bridge_pubkey = bridge_pubkey
+        self._public_name = certificate_name(tls.cert) if tls is not None else None
         self._admit = admit
         self._max_stored_bytes = max_stored_bytes
         self._database_dir = database_dir
@@ -147,6 +219,11 @@ class EmbeddedRelay:
         return self._server
 
     @property
+    def scheme(self) -> str:
+        """``wss`` with a certificate, else ``ws``."""
+        return "ws" if self.tls is None else "wss"
+
+    @property
     def local_url(self) -> str:
         """The URL the daemon itself dials (loopback when bound to every address)."""
         host = self.host
@@ -154,23 +231,59 @@ class EmbeddedRelay:
             host = "127.0.0.1"
         if ":" in host:
             host = f"[{host}]"
-        return f"ws://{host}:{self.port}"
+        return f"{self.scheme}://{host}:{self.port}"
 
     def public_url(self) -> str:
-        """The URL phones dial: the LAN address when bound to every address, else the bind."""
+        """The URL phones dial: when bound to every address, the certificate's DNS name (with
+        TLS) or else the LAN address; otherwise the bind."""
+        if self.host in ("0.0.0.0", "::"):
+            if self._public_name is not None:
+                return f"{self.scheme}://{self._public_name}:{self.port}"
+            lan = lan_address()
+            if lan is not None:
+                return f"{self.scheme}://{lan}:{self.port}"
+        return self.local_url
+
+    def connected_phones(self) -> frozenset[str]:
+        """The pubkeys (hex) of the phones reading the bridge right now: a websocket client
+        holds a subscription to the bridge's events (``authors``) addressed to them (``#p``).
+
+        The daemon's own in-process connection never counts. Safe to call from the daemon's
+        loop: it reads the relay's snapshot (:meth:`~bridge.relay.server.RelayServer.readers`).
+        """
+        server = self._server
+        if server is None or self._bridge_pubkey is None:
+            return frozenset()
+        return server.readers(self._bridge_pubkey)
+
+    def _connect_urls(self, port: int) -> list[str]:
+        """What the web app's CSP lets it dial: this relay as phones and this machine reach it,
+        and the other relays."""
+        own = {self.local_url.rsplit(":", 1)[0]}
         if self.host in ("0.0.0.0", "::"):
             lan = lan_address()
             if lan is not None:
-                return f"ws://{lan}:{self.port}"
-        return self.local_url
+                own.add(f"{self.scheme}://{lan}")
+            if self._public_name is not None:
+                own.add(f"{self.scheme}://{self._public_name}")
+        return [*(f"{base}:{port}" for base in sorted(own)), *self._relays]
 
     async def start(self) -> None:
         """Bind and serve. Raises :class:`EmbeddedRelayError` with the fix when it cannot."""
         if self._server is not None:
             return
+        context: ssl.SSLContext | None = None
+        if self.tls is not None:
+            try:
+                context = tls_context(self.tls)
+            except (OSError, ssl.SSLError) as exc:
+                raise EmbeddedRelayError(
+                    f"the embedded relay cannot use the certificate {self.tls.cert} with the key "
+                    f"{self.tls.key} ({exc}); check embedded_relay_cert and embedded_relay_key"
+                ) from None
         started: concurrent.futures.Future[RelayServer] = concurrent.futures.Future()
         self._thread = threading.Thread(
-            target=self._run, args=(started,), name="embedded-relay", daemon=True
+            target=self._run, args=(started, context), name="embedded-relay", daemon=True
         )
         self._thread.start()
         try:
@@ -195,14 +308,35 @@ class EmbeddedRelay:
             ) from None
         self.port = server.port
         self._server = server
-        logger.info("embedded relay listening on %s:%d", self.host, self.port)
+        logger.info(
+            "embedded relay listening on %s:%d (%s)",
+            self.host,
+            self.port,
+            "TLS: wss:// and https://" if self.tls is not None else "ws:// and http://",
+        )
 
-    def _run(self, started: concurrent.futures.Future[RelayServer]) -> None:
+    def _site(self) -> StaticSite | None:
+        """The web app's site (its files loaded and compressed here, once), or None."""
+        if self._web is None:
+            return None
+        try:
+            files = self._web()
+        except OSError as exc:
+            logger.warning("! embedded relay: cannot read the web client's files (%s)", exc)
+            files = {}
+        if not files:
+            logger.info("embedded relay: the web client is not built; / says how to build it")
+        return StaticSite(files, missing=NOT_BUILT)
+
+    def _run(
+        self, started: concurrent.futures.Future[RelayServer], context: ssl.SSLContext | None
+    ) -> None:
         """The relay thread: open the store, listen, serve until :meth:`stop`."""
         loop = asyncio.new_event_loop()
         self._loop = loop
         store: EventStore | None = None
         try:
+            site = self._site()
             if self._database_dir is not None:
                 self._database_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
                 _forget_lmdb(self._database_dir)
@@ -218,8 +352,12 @@ class EmbeddedRelay:
                 admit=self._admit,
                 clock=self._clock,
                 version=__version__,
+                site=site,
+                tls=context,
             )
             loop.run_until_complete(server.start())
+            if site is not None:
+                site.connect_to(self._connect_urls(server.port))
         except BaseException as exc:
             if store is not None:
                 store.close()
@@ -316,12 +454,15 @@ def private_relay(
     database_dir: Path,
     clock: Callable[[], float],
     max_stored_bytes: int | None,
+    bridge_pubkey: str | None = None,
+    tls: TlsFiles | None = None,
+    relays: Sequence[str] = (),
 ) -> EmbeddedRelay:
     """The embedded relay with a private relay's write policy (:func:`relaypolicy.embedded.
     embedded_policy`): the four CodeDeck kinds, written only by the registered writers (this
     bridge and its paired phones), and a new phone's 4515 to the bridge while a pairing window
     is open (rate-limited per IP, like the deployed relay); the store capped at
-    ``max_stored_bytes``."""
+    ``max_stored_bytes``; CodeDeck Web on the same port; TLS with ``tls``."""
     policy = embedded_policy(registry, clock=clock)
     return EmbeddedRelay(
         host,
@@ -330,4 +471,8 @@ def private_relay(
         database_dir=database_dir,
         clock=clock,
         max_stored_bytes=max_stored_bytes,
+        tls=tls,
+        web=load_files,
+        relays=relays,
+        bridge_pubkey=bridge_pubkey,
     )
