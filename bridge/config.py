@@ -16,6 +16,7 @@ from __future__ import annotations
 import ipaddress
 import os
 import socket
+import stat
 import tomllib
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -82,6 +83,10 @@ class Settings:
     register_token_file: Path | None = None
     transcript_keep_last: int = DEFAULT_TRANSCRIPT_KEEP_LAST
     embedded_relay_max_mb: int = DEFAULT_EMBEDDED_RELAY_MAX_MB
+    embedded_relay_cert: Path | None = None
+    """A PEM certificate (chain) for the embedded relay: with it the relay speaks TLS."""
+    embedded_relay_key: Path | None = None
+    """The certificate's private key (PEM, unencrypted, not readable by every user)."""
     agents: tuple[AgentConfig, ...] = ()
     """The ACP agents (OpenCode, any ``[agents.<id>]``): :mod:`bridge.agent_config`."""
     sandbox: SandboxSettings = field(default_factory=SandboxSettings)
@@ -257,6 +262,88 @@ def _register_url(value: Any, where: str) -> str:
     return url
 
 
+def _pem_file(what: str) -> Callable[[Any, str], Path]:
+    """A parser of a PEM file's path: it must be a regular file this process can read."""
+
+    def parse(value: Any, where: str) -> Path:
+        path = _as_path(value, where).absolute()
+        fix = f"give the path of the {what} (PEM)"
+        if not path.exists():
+            raise ConfigError(f"{where}: {path} does not exist; {fix}")
+        if not path.is_file():
+            raise ConfigError(f"{where}: {path} is not a file; {fix}")
+        try:
+            with path.open("rb") as fh:
+                fh.read(1)
+        except OSError as exc:
+            raise ConfigError(
+                f"{where}: cannot read {path} ({exc.strerror or exc}); let the user running the "
+                f"bridge read it, or {fix} it can read"
+            ) from None
+        return path
+
+    return parse
+
+
+def _check_tls(values: Mapping[str, Any], origins: Mapping[str, str]) -> None:
+    """The embedded relay's certificate and key: both or neither, PEM, and a pair.
+
+    The key must be unencrypted (the daemon cannot type a passphrase) and not readable by every
+    user of the machine (it is a secret).
+    """
+    cert: Path | None = values["embedded_relay_cert"]
+    key: Path | None = values["embedded_relay_key"]
+    if cert is None and key is None:
+        return
+    if key is None or cert is None:
+        given, missing = ("cert", "key") if key is None else ("key", "cert")
+        what = "its private key" if key is None else "the certificate it belongs to"
+        raise ConfigError(
+            f"embedded_relay_{given} is set but embedded_relay_{missing} is not: give {what} "
+            f"(CODEDECK_EMBEDDED_RELAY_{missing.upper()} or embedded_relay_{missing} in "
+            "config.toml), or remove both to serve plain ws:// and http://"
+        )
+    from cryptography import x509  # only with TLS: every command loads this module
+    from cryptography.exceptions import UnsupportedAlgorithm
+    from cryptography.hazmat.primitives import serialization
+
+    cert_where = f"embedded_relay_cert ({origins['embedded_relay_cert']})"
+    key_where = f"embedded_relay_key ({origins['embedded_relay_key']})"
+    try:
+        certificate = x509.load_pem_x509_certificate(cert.read_bytes())
+    except ValueError:
+        raise ConfigError(
+            f"{cert_where}: {cert} is not a PEM certificate (-----BEGIN CERTIFICATE-----); "
+            "give the certificate file, not the key or a DER file"
+        ) from None
+    if key.stat().st_mode & stat.S_IROTH:
+        raise ConfigError(
+            f"{key_where}: {key} is readable by every user of this machine; "
+            f"restrict it: chmod 600 {key}"
+        )
+    try:
+        private = serialization.load_pem_private_key(key.read_bytes(), password=None)
+    except TypeError:
+        raise ConfigError(
+            f"{key_where}: {key} is encrypted with a passphrase, which the bridge cannot type; "
+            f"give an unencrypted copy (openssl pkey -in {key} -out NEW.key; chmod 600 NEW.key)"
+        ) from None
+    except (ValueError, UnsupportedAlgorithm):
+        raise ConfigError(
+            f"{key_where}: {key} is not a PEM private key (-----BEGIN PRIVATE KEY-----); "
+            "give the certificate's key file"
+        ) from None
+    public = serialization.PublicFormat.SubjectPublicKeyInfo
+    encoding = serialization.Encoding.DER
+    if private.public_key().public_bytes(encoding, public) != certificate.public_key().public_bytes(
+        encoding, public
+    ):
+        raise ConfigError(
+            f"{key_where}: {key} does not match the certificate {cert}; give the key the "
+            "certificate was made for"
+        )
+
+
 def _whole_number(*, minimum: int, of_what: str) -> Callable[[Any, str], int]:
     """A parser of integers (as numbers or strings, never booleans) of at least ``minimum``."""
 
@@ -395,6 +482,24 @@ SETTINGS: tuple[Setting[Any], ...] = (
         default=lambda: DEFAULT_EMBEDDED_RELAY_MAX_MB,
         default_origin="default",
     ),
+    Setting[Path | None](
+        name="embedded_relay_cert",
+        flag="--embedded-relay-cert",
+        env="CODEDECK_EMBEDDED_RELAY_CERT",
+        parse=_pem_file("certificate"),
+        default=lambda: None,
+        default_origin="default (none: plain ws:// and http://)",
+        show=_or("(none)"),
+    ),
+    Setting[Path | None](
+        name="embedded_relay_key",
+        flag="--embedded-relay-key",
+        env="CODEDECK_EMBEDDED_RELAY_KEY",
+        parse=_pem_file("certificate's private key"),
+        default=lambda: None,
+        default_origin="default (none)",
+        show=_or("(none)"),
+    ),
 )
 """The settings read from a flag, a variable or the file, in the order they are resolved (so
 the first invalid one in this order is the one reported, and a ``needs`` row follows its need)."""
@@ -405,6 +510,8 @@ _SHOWN = (
     "machine_name",
     "embedded_relay",
     "embedded_relay_max_mb",
+    "embedded_relay_cert",
+    "embedded_relay_key",
     "key_file",
     "agent",
     "transcript_keep_last",
@@ -512,6 +619,7 @@ def load_settings(
     values: dict[str, Any] = {}
     for row in SETTINGS:
         values[row.name], origins[row.name] = layers.resolve(row, values)
+    _check_tls(values, origins)
 
     raw_agents = layers.file_values.get("agents")
     try:

@@ -128,6 +128,8 @@ def test_describe_lists_every_setting_with_its_origin(tmp_path: Path) -> None:
         "machine_name",
         "embedded_relay",
         "embedded_relay_max_mb",
+        "embedded_relay_cert",
+        "embedded_relay_key",
         "key_file",
         "agent",
         "transcript_keep_last",
@@ -350,6 +352,8 @@ def test_every_origin_of_an_unconfigured_bridge(tmp_path: Path) -> None:
         ("register_token_file", "default (none)"),
         ("transcript_keep_last", "default (5000 per session)"),
         ("embedded_relay_max_mb", "default"),
+        ("embedded_relay_cert", "default (none: plain ws:// and http://)"),
+        ("embedded_relay_key", "default (none)"),
         (
             "agents.opencode",
             "default: `opencode` is not on PATH (install OpenCode, or set agents.opencode.command)",
@@ -504,7 +508,8 @@ def test_an_unknown_key_lists_the_known_ones(tmp_path: Path) -> None:
         load_settings(flags=flags(tmp_path), env={})
     assert str(info.value) == (
         f"{tmp_path / 'config.toml'}: unknown setting(s) bogus; known settings are agent, agents, "
-        "claude_path, embedded_relay, embedded_relay_max_mb, key_file, machine_name, "
+        "claude_path, embedded_relay, embedded_relay_cert, embedded_relay_key, "
+        "embedded_relay_max_mb, key_file, machine_name, "
         "register_token_file, register_url, relays, sandbox, transcript_keep_last, workspaces"
     )
 
@@ -527,6 +532,8 @@ def test_describe_shows_each_value_as_config_show_prints_it(tmp_path: Path) -> N
         "machine_name": "box",
         "embedded_relay": "0.0.0.0:7000",
         "embedded_relay_max_mb": "9",
+        "embedded_relay_cert": "(none)",
+        "embedded_relay_key": "(none)",
         "key_file": "/k",
         "agent": "scripted",
         "transcript_keep_last": "0",
@@ -552,7 +559,7 @@ def test_the_table_has_a_row_for_each_layered_field_of_settings() -> None:
     assert [row.name for row in SETTINGS] == [
         item.name for item in fields(Settings) if item.name not in apart
     ]
-    assert len({row.env for row in SETTINGS}) == len({row.flag for row in SETTINGS}) == 11
+    assert len({row.env for row in SETTINGS}) == len({row.flag for row in SETTINGS}) == 13
 
 
 def test_config_show_has_a_line_for_every_row(tmp_path: Path) -> None:
