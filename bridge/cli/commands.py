@@ -38,6 +38,7 @@ from bridge.cli.render import (
     render_phones,
     render_qr,
     render_status,
+    render_web_pair,
     safe_text,
 )
 from bridge.config import default_home
@@ -62,7 +63,7 @@ EXIT_OK: Final = 0
 EXIT_FAILURE: Final = 1
 EXIT_USAGE: Final = 2
 EXIT_INTERRUPTED: Final = 130
-PAIR_JSON_KEYS: Final = ("url", "npub", "token", "relays", "machine", "expiresAt")
+PAIR_JSON_KEYS: Final = ("url", "npub", "token", "relays", "machine", "expiresAt", "webUrl")
 _GRACE: Final = 2.0  # seconds pair.wait may outlast the window, for the daemon's own latency
 
 
@@ -306,6 +307,8 @@ async def _pair_window(
         except ValueError as exc:
             out.write(f"({exc})\n")
         out.write(f"\n{url}\n\n")
+        web_url = opened.get("webUrl")
+        out.write(render_web_pair(web_url if isinstance(web_url, str) else None, out))
         out.flush()
         await _warn_if_unreachable(client, opened.get("relays"))
         try:

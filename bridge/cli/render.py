@@ -15,10 +15,12 @@ and ``status`` must still print what it can.
 from __future__ import annotations
 
 import io
+import ipaddress
 import time
 from collections.abc import Mapping, Sequence
 from datetime import datetime
 from typing import Any, Final, TextIO
+from urllib.parse import urlsplit
 
 from bridge.control.methods import parse_timestamp
 from bridge.control.terminal_text import safe_text
@@ -29,6 +31,7 @@ __all__ = [
     "render_phones",
     "render_qr",
     "render_status",
+    "render_web_pair",
     "safe_text",
 ]
 
@@ -160,3 +163,51 @@ def render_qr(url: str, out: TextIO) -> str:
     buffer = io.StringIO()
     code.terminal(out=buffer, compact=compact)
     return buffer.getvalue()
+
+
+WEB_ELSEWHERE: Final = (
+    "CodeDeck Web (for phones without the app): this bridge uses the relays configured for it "
+    "and serves no page of its own; host the web client over HTTPS to use it with them "
+    "(deploy/web/README.md)."
+)
+
+
+def _secure_context(url: str) -> bool:
+    """Whether a browser treats a page at ``url`` as a secure context: https://, or a loopback
+    host (service worker, push and camera work only in one)."""
+    parts = urlsplit(url)
+    if parts.scheme == "https":
+        return True
+    host = parts.hostname or ""
+    if host == "localhost" or host.endswith(".localhost"):
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def render_web_pair(web_url: str | None, out: TextIO) -> str:
+    """The CodeDeck Web part of ``pair``'s output: the link's QR code (a phone's camera app opens
+    it), the link, and on a plain-http LAN link the one line saying what the page cannot do
+    there. Without a link, where the web client can live instead."""
+    if not web_url:
+        return WEB_ELSEWHERE + "\n"
+    url = safe_text(web_url, limit=4000)
+    parts = [
+        "Or, without the app: open this link in the phone's browser (its camera app opens it "
+        "from this QR code):\n\n"
+    ]
+    try:
+        parts.append(render_qr(url, out))
+    except ValueError as exc:
+        parts.append(f"({exc})\n")
+    parts.append(f"\n{url}\n")
+    if not _secure_context(url):
+        parts.append(
+            "Plain http:// on a LAN address is not a secure context: the page works, but without "
+            "offline start, push notifications or the camera (embedded_relay_cert/"
+            "embedded_relay_key give https://; deploy/web/README.md hosts it over HTTPS).\n"
+        )
+    parts.append("\n")
+    return "".join(parts)

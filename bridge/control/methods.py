@@ -76,7 +76,7 @@ __all__ = [
     "parse_timestamp",
 ]
 
-CONTROL_PROTOCOL_VERSION: Final = "1.2.0"
+CONTROL_PROTOCOL_VERSION: Final = "1.3.0"
 """The control protocol's version. A different major on either side is refused (ProtocolMismatch);
 minors only add optional params, result fields and methods."""
 
@@ -174,6 +174,10 @@ class PairOpenResult(TypedDict):
     relays: list[str]
     machine: str
     expiresAt: str
+    webUrl: NotRequired[str | None]
+    """Since control protocol 1.3: the CodeDeck Web pairing link
+    (``http(s)://HOST:PORT/#pair=…``, holds the token) when the daemon serves its embedded
+    relay, and with it the page; else None."""
 
 
 class PairWaitResult(TypedDict):

@@ -184,7 +184,8 @@ async def test_pair_json_returns_at_once(
 ) -> None:
     assert await cli("pair", "--json", "--home", str(home)) == 0
     window = json.loads(capsys.readouterr().out)
-    assert list(window) == ["url", "npub", "token", "relays", "machine", "expiresAt"]
+    assert list(window) == ["url", "npub", "token", "relays", "machine", "expiresAt", "webUrl"]
+    assert window["webUrl"] is None  # the fake serves no embedded relay
     assert window["token"] == TOKEN
     assert window["npub"] == BRIDGE.npub
     assert window["relays"] == ["ws://127.0.0.1:7777"]

@@ -20,7 +20,7 @@ import asyncio
 import os
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from urllib.parse import quote
+from urllib.parse import quote, urlsplit
 
 from bridge import __version__
 from bridge.control.hosts import running_hosts, session_host
@@ -53,7 +53,7 @@ from bridge.nostr.pool import RelayPool
 from bridge.runtime.edges.control_tasks import DaemonTasks
 from bridge.runtime.edges.registration import RelayRegistration
 
-__all__ = ["DaemonControl", "pair_url"]
+__all__ = ["DaemonControl", "pair_url", "web_pair_url"]
 
 
 def pair_url(npub: str, relays: Sequence[str], machine: str, token: str) -> str:
@@ -61,6 +61,21 @@ def pair_url(npub: str, relays: Sequence[str], machine: str, token: str) -> str:
     joined = ",".join(quote(r, safe="") for r in relays)
     return (
         f"codedeck://pair?npub={npub}&relays={joined}"
+        f"&machine={quote(machine, safe='')}&token={quote(token, safe='')}"
+    )
+
+
+def web_pair_url(
+    embedded_url: str, npub: str, relays: Sequence[str], machine: str, token: str
+) -> str:
+    """The CodeDeck Web pairing link: the page the embedded relay at ``embedded_url`` serves,
+    with the pairing in its fragment (``#pair=<npub>&relays=…&machine=…&token=…``), which a
+    browser never sends to a server. ``https://`` when the relay speaks ``wss://``."""
+    parts = urlsplit(embedded_url)
+    scheme = "https" if parts.scheme == "wss" else "http"
+    joined = ",".join(quote(r, safe="") for r in relays)
+    return (
+        f"{scheme}://{parts.netloc}/#pair={npub}&relays={joined}"
         f"&machine={quote(machine, safe='')}&token={quote(token, safe='')}"
     )
 
@@ -217,6 +232,11 @@ class DaemonControl:
             "relays": list(self._public_relays),
             "machine": self._machine,
             "expiresAt": iso_timestamp(now + duration),
+            "webUrl": web_pair_url(
+                self._embedded_url, self._keypair.npub, self._public_relays, self._machine, token
+            )
+            if self._embedded_url is not None
+            else None,
         }
 
     async def pair_wait(self, timeout: float) -> PairWaitResult:
