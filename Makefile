@@ -8,7 +8,7 @@ BIN    := $(VENV)/bin
 RUN_STAMP  := $(VENV)/.installed-run
 TEST_STAMP := $(VENV)/.installed-test
 
-.PHONY: run test unit lint typecheck pytest bench clean
+.PHONY: run test unit lint typecheck pytest bench clean web
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -21,6 +21,29 @@ $(RUN_STAMP): pyproject.toml | $(BIN)/python
 $(TEST_STAMP): pyproject.toml | $(BIN)/python
 	$(BIN)/python -m pip install --quiet -e '.[test]'
 	touch $(TEST_STAMP) $(RUN_STAMP)
+
+# The web client's npm packages (web/node_modules) for the checks only: the build check and the
+# browser tier (playwright-core drives Debian's Chromium). `make run` never needs them: the built
+# app ships in the package. `npm ci` runs again when web/package-lock.json is newer than the
+# stamp. Without npm, CI (`CI` set) stops here; locally those tests skip and say what to install.
+WEB_LOCK  := $(wildcard web/package-lock.json)
+WEB_STAMP := web/node_modules/.installed-ci
+
+$(WEB_STAMP): $(WEB_LOCK)
+	@if [ -z "$(WEB_LOCK)" ]; then exit 0; \
+	elif command -v npm >/dev/null 2>&1; then \
+		cd web && npm ci --no-audit --no-fund --loglevel=error && touch node_modules/.installed-ci; \
+	elif [ -n "$$CI" ]; then \
+		echo "make: npm is missing; CI runs the web client's checks (apt-get install nodejs npm)" >&2; \
+		exit 1; \
+	else \
+		echo "make: npm is missing: the web client's checks and browser tests will skip" \
+			"(apt-get install nodejs npm)" >&2; \
+	fi
+
+## Rebuild CodeDeck Web from web/ into bridge/webclient/static/ (commit both).
+web: $(WEB_STAMP)
+	cd web && npm run build
 
 ## Run the bridge in the foreground on its embedded defaults (Ctrl-C stops it).
 run: $(RUN_STAMP)
@@ -45,15 +68,15 @@ lint: $(TEST_STAMP)
 typecheck: $(TEST_STAMP)
 	$(BIN)/mypy
 
-pytest: $(TEST_STAMP)
+pytest: $(TEST_STAMP) $(WEB_STAMP)
 	$(BIN)/pytest -q $(PYTEST_ARGS)
 
 ## Benchmarks, side by side with their baselines; writes docs/BENCHMARKS.md.
-bench: $(TEST_STAMP)
+bench: $(TEST_STAMP) $(WEB_STAMP)
 	$(BIN)/python -m tests.bench
 
 clean:
-	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache tests/bench/.node
+	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache tests/bench/.node web/node_modules
 
 ## The full chaos runs: 10,000 commands through real relays under seeded faults (tests/chaos),
 ## then the real-CLI run (tests/chaos/cli). Both run; the target fails if either found a violation.

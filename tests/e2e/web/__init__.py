@@ -1,0 +1,1 @@
+"""The browser tier: CodeDeck Web in Debian's Chromium against the real bridge."""

@@ -1,0 +1,99 @@
+"""A session driven from CodeDeck Web: create, type, watch it stream, answer cards (real Chromium).
+
+The scripted agent stands in for Claude Code (``lines N`` streams N entries, ``ask <Tool> {…}``
+raises a card and answers with how it was answered), so each step's outcome is known exactly
+and compared with the bridge's own store.
+"""
+
+from __future__ import annotations
+
+import json
+
+from tests.e2e.web.conftest import Shoot
+from tests.e2e.web.steps import (
+    WAIT,
+    create_session,
+    entry_seqs,
+    pair,
+    send,
+    tid,
+    wait_entries_match_store,
+)
+from tests.support.browser import Browser
+from tests.support.daemon import DaemonProcess
+
+
+async def test_a_session_streams_and_the_input_is_confirmed(
+    daemon: DaemonProcess, browser: Browser, shoot: Shoot
+) -> None:
+    bridge = await pair(browser, daemon)
+    session = await create_session(browser, bridge)
+    await shoot(browser, "new-session")
+    await send(browser, "lines 40")
+    # The outbox item of the input goes pending → … → confirmed (the bridge's input-ack).
+    await browser.wait_for(tid("outbox-item"), state="attached", timeout=WAIT)
+    await browser.wait_for(tid("entry"), text="line 40 of 40", timeout=WAIT)
+    await browser.wait_for(tid("outbox-item", state="confirmed"), state="attached", timeout=WAIT)
+    assert await browser.count(tid("outbox-item", state="failed")) == 0
+    shown = await wait_entries_match_store(browser, daemon, session)
+    assert shown[0] == 1 and len(shown) >= 40
+    # The user's own line is an entry too, as the bridge wrote it.
+    await browser.wait_for(tid("entry"), text="lines 40", timeout=WAIT)
+    await shoot(browser, "streamed")
+    assert daemon.executions() and list(daemon.executions().values()) == [1]
+    logs = await browser.logs()
+    assert not logs.errors, logs.render()
+
+
+async def test_a_permission_card_is_answered_with_allow(
+    daemon: DaemonProcess, browser: Browser, shoot: Shoot
+) -> None:
+    bridge = await pair(browser, daemon)
+    session = await create_session(browser, bridge)
+    await send(browser, 'ask Bash {"command": "make build"}')
+    await browser.wait_for(tid("card-permission"), timeout=WAIT)
+    await shoot(browser, "permission-card")
+    request = await browser.attr(tid("card-permission"), "request-id")
+    assert request
+    await browser.click(tid("card-allow"))
+    await browser.wait_for(tid("entry"), text="allowed Bash", timeout=WAIT)
+    await browser.wait_for(tid("card-permission"), state="detached", timeout=WAIT)
+    texts = "\n".join(await browser.texts(tid("entry")))
+    assert "denied Bash" not in texts
+    await wait_entries_match_store(browser, daemon, session)
+
+
+QUESTION = {
+    "questions": [
+        {
+            "question": "Which colour should the button be?",
+            "header": "Colour",
+            "multiSelect": False,
+            "options": [
+                {"label": "Red", "description": "loud"},
+                {"label": "Blue", "description": "calm"},
+            ],
+        }
+    ]
+}
+
+
+async def test_a_question_card_is_answered_with_an_option(
+    daemon: DaemonProcess, browser: Browser, shoot: Shoot
+) -> None:
+    bridge = await pair(browser, daemon)
+    session = await create_session(browser, bridge)
+    await send(browser, f"ask AskUserQuestion {json.dumps(QUESTION)}")
+    await browser.wait_for(tid("card-question"), timeout=WAIT)
+    await browser.wait_for(tid("card-question"), text="Which colour", timeout=WAIT)
+    assert await browser.count(tid("question-option")) == 2
+    await shoot(browser, "question-card")
+    await browser.click(tid("question-option"), text="Blue")
+    if await browser.count(tid("question-submit")):
+        await browser.click(tid("question-submit"))
+    await browser.wait_for(tid("entry"), text="allowed AskUserQuestion", timeout=WAIT)
+    await browser.wait_for(tid("card-question"), state="detached", timeout=WAIT)
+    answered = [t for t in await browser.texts(tid("entry")) if "allowed AskUserQuestion" in t]
+    assert "Blue" in answered[-1], answered
+    shown = await wait_entries_match_store(browser, daemon, session)
+    assert shown == sorted(set(await entry_seqs(browser)))

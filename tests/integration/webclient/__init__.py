@@ -1,0 +1,1 @@
+"""The web client's build checks: what is shipped is what the sources build, and they type-check."""
