@@ -1,0 +1,96 @@
+// The app shell: hash routing, one pane on a phone, two panes (machines | session) from 900 px,
+// and the notices the service worker passes to a visible page instead of notifying.
+import { render } from "preact";
+import { useEffect, useState } from "preact/hooks";
+import type { ClientRegistry } from "../core/api";
+import { Home } from "./home";
+import { PairScreen } from "./pair";
+import { parseRoute, type Route } from "./route";
+import { SessionScreen } from "./session";
+import { RegistryContext } from "./state";
+
+const REASONS: Record<string, string> = {
+  approval: "approval waiting",
+  plan: "plan to approve",
+  question: "question for you",
+  "turn-ended": "turn finished",
+  "session-died": "session stopped",
+};
+
+/** A notice from the service worker (a push that came while this page is visible). */
+export function pushNotice(data: unknown): string | null {
+  if (!data || typeof data !== "object") return null;
+  const d = data as Record<string, unknown>;
+  if (d["type"] !== "codedeck-push" || typeof d["reason"] !== "string") return null;
+  const words = REASONS[d["reason"]];
+  if (!words) return null;
+  const machine = typeof d["machine"] === "string" ? d["machine"].slice(0, 64) : "A machine";
+  return `${machine}: ${words}`;
+}
+
+function useRoute(): Route {
+  const [route, setRoute] = useState(() => parseRoute(location.hash));
+  useEffect(() => {
+    const on = () => setRoute(parseRoute(location.hash));
+    addEventListener("hashchange", on);
+    return () => removeEventListener("hashchange", on);
+  }, []);
+  return route;
+}
+
+function Notice() {
+  const [text, setText] = useState<string | null>(null);
+  useEffect(() => {
+    const sw = "serviceWorker" in navigator ? navigator.serviceWorker : null;
+    if (!sw) return;
+    let timer = 0;
+    const on = (e: MessageEvent) => {
+      const t = pushNotice(e.data);
+      if (!t) return;
+      setText(t);
+      clearTimeout(timer);
+      timer = window.setTimeout(() => setText(null), 6000);
+    };
+    sw.addEventListener("message", on);
+    sw.startMessages();
+    return () => {
+      sw.removeEventListener("message", on);
+      clearTimeout(timer);
+    };
+  }, []);
+  return text ? <div class="toast" role="status" onClick={() => setText(null)}>{text}</div> : null;
+}
+
+function App() {
+  const route = useRoute();
+  if (route.kind === "pair") return <PairScreen fragment={route.fragment} />;
+  const selected = route.kind === "session" ? route.sessionId : null;
+  return (
+    <div class={`layout ${route.kind === "session" ? "has-session" : "no-session"}`}>
+      <div class="pane list-pane"><Home selected={selected} /></div>
+      <main class="pane main-pane">
+        {route.kind === "session" ? (
+          <SessionScreen key={`${route.bridgeId}/${route.sessionId}`} bridgeId={route.bridgeId} sessionId={route.sessionId} />
+        ) : (
+          <div class="empty-pane muted">Choose a session, or start one.</div>
+        )}
+      </main>
+      <Notice />
+    </div>
+  );
+}
+
+/** Renders the app into `root` against `registry`. */
+export function mountApp(registry: ClientRegistry, root: HTMLElement): void {
+  render(
+    <RegistryContext.Provider value={registry}>
+      <App />
+    </RegistryContext.Provider>,
+    root,
+  );
+}
+
+/** Shown when the core could not start (IndexedDB refused, …). */
+export function mountFailure(message: string, root: HTMLElement): void {
+  render(<div class="panel fatal" role="alert"><h1>CodeDeck could not start</h1><p>{message}</p></div>, root);
+}
