@@ -1,19 +1,18 @@
 """What a user does in CodeDeck Web, as steps over the ``data-testid`` contract.
 
 The browser tests read as the user's path (open the pairing link, start a session, type, answer
-a card) and select only by the test ids the UI promises (``/tmp`` shared decisions, mirrored in
-the UI's components), never by layout or wording, so a restyled screen keeps its tests.
+a card) and select only by the test ids the UI promises (its ``data-testid`` contract), never by layout or wording, so a restyled screen keeps its tests.
 """
 
 from __future__ import annotations
 
 import asyncio
 import time
-from urllib.parse import quote
+from collections import Counter
 
 from tests.support.browser import Browser, BrowserError
 from tests.support.daemon import DaemonProcess
-from tests.support.phone_pairing import parse_pairing_url
+from tests.support.web_pairing import base_url, open_pairing_link, pairing_link, tid
 
 __all__ = [
     "WAIT",
@@ -32,53 +31,10 @@ WAIT = 30.0
 """Seconds a step waits for the page (a relay round trip, a host start)."""
 
 
-def tid(name: str, **attrs: str) -> str:
-    """The CSS selector of a test id, e.g. ``tid("entry", seq="3")`` → ``[data-testid="entry"][data-seq="3"]``."""
-    selector = f'[data-testid="{name}"]'
-    for key, value in attrs.items():
-        selector += f'[data-{key.replace("_", "-")}="{value}"]'
-    return selector
-
-
-def base_url(daemon: DaemonProcess) -> str:
-    """Where the daemon's embedded relay serves the web app (``http://127.0.0.1:PORT/``)."""
-    listen = daemon.extra_args[daemon.extra_args.index("--embedded-relay") + 1]
-    return f"http://{listen}/"
-
-
-async def pairing_link(daemon: DaemonProcess) -> tuple[str, str]:
-    """A fresh pairing window's web link and the bridge's pubkey (hex).
-
-    ``pair.open`` answers ``webUrl`` beside the ``codedeck://`` URL; where it does not (yet), the
-    link is built by the shared format from the same window: ``<base>#pair=<npub>&relays=…&
-    machine=…&token=…``.
-    """
-    opened = await daemon.call("pair.open", duration=600)
-    info = parse_pairing_url(opened["url"])
-    web = opened.get("webUrl")
-    if isinstance(web, str) and web:
-        return web, info.bridge_pubkey
-    relays = ",".join(quote(relay, safe="") for relay in info.relays)
-    fragment = (
-        f"pair={info.npub}&relays={relays}&machine={quote(info.machine, safe='')}"
-        f"&token={quote(info.token, safe='')}"
-    )
-    return f"{base_url(daemon)}#{fragment}", info.bridge_pubkey
-
-
 async def pair(browser: Browser, daemon: DaemonProcess, label: str = "Test browser") -> str:
     """Open a pairing link in the browser and see the bridge listed, online; its pubkey (hex)."""
     link, bridge = await pairing_link(daemon)
-    await browser.goto(link)
-    bridge_item = tid("bridge-item", bridge_id=bridge)
-    # The page may ask for this device's label first (pair-screen), or pair straight away.
-    await browser.wait_for(f"{bridge_item}, {tid('pair-submit')}", timeout=WAIT)
-    if await browser.count(bridge_item) == 0 and await browser.visible(tid("pair-submit")):
-        if await browser.count(tid("pair-label")):
-            await browser.fill(tid("pair-label"), label)
-        await browser.click(tid("pair-submit"))
-    await browser.wait_for(bridge_item, timeout=WAIT)
-    await browser.wait_for(f"{bridge_item} {tid('presence', presence='online')}", timeout=WAIT)
+    await open_pairing_link(browser, link, bridge, label, timeout=WAIT)
     return bridge
 
 
@@ -146,7 +102,7 @@ async def wait_entries_match_store(
         await asyncio.sleep(0.2)
     missing = sorted(set(stored) - set(shown))
     extra = sorted(set(shown) - set(stored))
-    dupes = sorted({seq for seq in shown if shown.count(seq) > 1})
+    dupes = sorted(seq for seq, n in Counter(shown).items() if n > 1)
     raise BrowserError(
         f"the page shows {len(shown)} entries, the store has {len(stored)}: "
         f"missing {missing[:20]}, not in the store {extra[:20]}, twice {dupes[:20]}, "
