@@ -1,6 +1,6 @@
 // The home screen: every paired bridge with its presence and sessions (stale ones greyed, pending
 // and failed creations as placeholders), a new-session form per bridge, and manual pairing.
-import { useEffect, useState } from "preact/hooks";
+import { useEffect, useRef, useState } from "preact/hooks";
 import type { BridgeClient, SessionView } from "../core/api";
 import { ago, STATE_LABEL, stateClass, sessionTitle } from "./agent";
 import { PresenceDot } from "./presence";
@@ -37,13 +37,27 @@ function SessionItem({ client, view, selected }: { client: BridgeClient; view: S
 
 function NewSession({ client }: { client: BridgeClient }) {
   const machine = client.machine();
+  const [open, setOpen] = useState(false);
   const [cwd, setCwd] = useState("");
   const [createCwd, setCreateCwd] = useState(false);
   const agents = machine?.agents ?? [];
   const [agent, setAgent] = useState("");
   const [busy, error, run] = useAction();
+  // The creation this form started: its session is opened once it is ready (two-phase create).
+  const started = useRef<{ at: number; ids: Set<string> } | null>(null);
   const folders = [...(machine?.roots ?? []), ...(machine?.folders ?? [])].slice(0, 300);
   const id = client.record.id.slice(0, 12);
+
+  const mine = started.current;
+  if (mine) {
+    for (const p of client.pending()) if (p.pendingId && p.createdAt >= mine.at - 2000) mine.ids.add(p.pendingId);
+    const ready = client.sessions().find((v) => mine.ids.has(v.info.id));
+    if (ready) {
+      started.current = null;
+      queueMicrotask(() => { location.hash = sessionHash(client.record.id, ready.info.id); });
+    }
+  }
+
   const submit = (e: Event) => {
     e.preventDefault();
     const options = {
@@ -51,14 +65,26 @@ function NewSession({ client }: { client: BridgeClient }) {
       ...(createCwd ? { createCwd: true } : {}),
       ...(agent ? { agent } : {}),
     };
+    const at = Date.now();
+    started.current = { at, ids: new Set() };
     void run(() => client.createSession(options)).then((ok) => {
-      if (ok) setCwd("");
+      if (ok) {
+        setCwd("");
+        setOpen(false);
+      } else started.current = null;
     });
   };
+  if (!open) {
+    return (
+      <div class="new-session">
+        <button type="button" class="btn small" data-testid="new-session" onClick={() => setOpen(true)}>New session</button>
+      </div>
+    );
+  }
   return (
-    <details class="new-session">
-      <summary class="btn small">New session</summary>
-      <form data-testid="new-session" onSubmit={submit}>
+    <div class="new-session">
+      <form onSubmit={submit} aria-label="New session">
+        <h3 class="form-title" data-testid="new-session">New session</h3>
         <label class="field" for={`ns-cwd-${id}`}>
           <span>Folder</span>
           <input id={`ns-cwd-${id}`} type="text" list={`ns-folders-${id}`} data-testid="new-session-cwd" value={cwd}
@@ -80,12 +106,15 @@ function NewSession({ client }: { client: BridgeClient }) {
             {agents.map((a) => <option key={a.id} value={a.id}>{a.label}</option>)}
           </select>
         </label>
-        <button type="submit" class="btn primary" data-testid="new-session-submit" disabled={busy || client.presence() === "offline"}>
-          {busy ? "Starting…" : "Start session"}
-        </button>
+        <div class="card-actions">
+          <button type="submit" class="btn primary" data-testid="new-session-submit" disabled={busy || client.presence() === "offline"}>
+            {busy ? "Starting…" : "Start session"}
+          </button>
+          <button type="button" class="btn ghost" onClick={() => setOpen(false)}>Cancel</button>
+        </div>
         {error ? <div class="form-error" role="alert">{error}</div> : null}
       </form>
-    </details>
+    </div>
   );
 }
 
