@@ -87,6 +87,8 @@ class Settings:
     """A PEM certificate (chain) for the embedded relay: with it the relay speaks TLS."""
     embedded_relay_key: Path | None = None
     """The certificate's private key (PEM, unencrypted, not readable by every user)."""
+    push: bool = True
+    """Wake phones that are away by Web Push (capability ``push``); ``false`` turns it off."""
     agents: tuple[AgentConfig, ...] = ()
     """The ACP agents (OpenCode, any ``[agents.<id>]``): :mod:`bridge.agent_config`."""
     sandbox: SandboxSettings = field(default_factory=SandboxSettings)
@@ -363,6 +365,19 @@ def _whole_number(*, minimum: int, of_what: str) -> Callable[[Any, str], int]:
     return parse
 
 
+def _on_off(value: Any, where: str) -> bool:
+    """A switch: a TOML boolean, or true/false, on/off, yes/no, 1/0 as text."""
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, str):
+        text = value.strip().lower()
+        if text in ("true", "on", "yes", "1"):
+            return True
+        if text in ("false", "off", "no", "0"):
+            return False
+    raise ConfigError(f"{where}: expected true or false")
+
+
 def _systemd_credential(env: Mapping[str, str]) -> tuple[Path, str] | None:
     """The key file systemd passes as credential ``nsec`` (``LoadCredential=nsec:...``)."""
     if env.get("CREDENTIALS_DIRECTORY"):
@@ -500,6 +515,15 @@ SETTINGS: tuple[Setting[Any], ...] = (
         default_origin="default (none)",
         show=_or("(none)"),
     ),
+    Setting[bool](
+        name="push",
+        flag="--push",
+        env="CODEDECK_PUSH",
+        parse=_on_off,
+        default=lambda: True,
+        default_origin="default (on)",
+        show=lambda on: "on" if on else "off",
+    ),
 )
 """The settings read from a flag, a variable or the file, in the order they are resolved (so
 the first invalid one in this order is the one reported, and a ``needs`` row follows its need)."""
@@ -518,6 +542,7 @@ _SHOWN = (
     "register_url",
     "register_token_file",
     "claude_path",
+    "push",
 )
 """The order of :data:`SETTINGS` rows in ``config show``: related settings side by side."""
 

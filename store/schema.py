@@ -18,7 +18,9 @@ outbox of durable replies. Version 3 adds `decisions`, the permission gate's aud
 `credentials` (`store.accounts`), and `device_config` per phone (`store.device_config`).
 Version 5 records which relays accepted each outbox event (`outbox.accepted_by`). Version 8
 records which agent each session runs (`sessions.agent`). Version 9 keeps the call each decision
-judged (`decisions.call`), for the editor's ``decisions.replay``.
+judged (`decisions.call`), for the editor's ``decisions.replay``. Version 10 adds Web Push: the
+bridge's VAPID key (`push_key`) and the phones' subscriptions (`push_subscriptions`,
+`store.push`).
 """
 
 from __future__ import annotations
@@ -230,6 +232,33 @@ BRIDGE_MIGRATIONS: Final[tuple[Migration, ...]] = (
         -- again with today's gate. NULL for rows written before (they cannot be replayed) and
         -- for decisions that judged no call (a card denied by an interrupt).
         ALTER TABLE decisions ADD COLUMN call TEXT CHECK (call IS NULL OR typeof(call) = 'text');
+        """,
+    ),
+    Migration(
+        10,
+        "web push",
+        """
+        -- The bridge's VAPID key (RFC 8292): one row, the 32-byte P-256 private scalar. Secret,
+        -- like identity.secret_key; made once, so that the phones' subscriptions stay valid.
+        CREATE TABLE push_key (
+            id INTEGER PRIMARY KEY CHECK (id = 1),
+            private_key BLOB NOT NULL
+                CHECK (typeof(private_key) = 'blob' AND length(private_key) = 32),
+            created_at INTEGER NOT NULL CHECK (typeof(created_at) = 'integer')
+        );
+
+        -- The phones' Web Push subscriptions (push-subscribe), one row per endpoint: the phone
+        -- that sent it last owns it. `id` grows with every subscribe, so the newest rows of a
+        -- phone are kept when it passes the cap (store.push). `auth` is secret.
+        CREATE TABLE push_subscriptions (
+            id INTEGER PRIMARY KEY AUTOINCREMENT,
+            phone TEXT NOT NULL CHECK (length(phone) = 64),
+            endpoint TEXT NOT NULL UNIQUE CHECK (typeof(endpoint) = 'text' AND endpoint <> ''),
+            p256dh TEXT NOT NULL CHECK (typeof(p256dh) = 'text'),
+            auth TEXT NOT NULL CHECK (typeof(auth) = 'text'),
+            created_at INTEGER NOT NULL CHECK (typeof(created_at) = 'integer')
+        );
+        CREATE INDEX push_subscriptions_by_phone ON push_subscriptions (phone, id);
         """,
     ),
 )

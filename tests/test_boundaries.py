@@ -57,7 +57,7 @@ LAYERS: list[set[str]] = [
     },
     {"bridge.protocol", "bridge.sandbox", "bridge.agent_config"},
     {"bridge.nostr", "bridge.gate", "bridge.config", "bridge.agent_reports"},
-    {"bridge.engine", "bridge.relay", "bridge.host", "bridge.logs", "store"},
+    {"bridge.engine", "bridge.relay", "bridge.host", "bridge.logs", "bridge.push", "store"},
     {"bridge.agents", "relaypolicy"},
     {"bridge.control"},
     {"bridge.runtime"},

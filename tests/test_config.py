@@ -136,6 +136,7 @@ def test_describe_lists_every_setting_with_its_origin(tmp_path: Path) -> None:
         "register_url",
         "register_token_file",
         "claude_path",
+        "push",
         "agents.opencode",  # off: not on PATH (tests/test_agent_config.py)
     ]
     assert all(origin for _, _, origin in rows)
@@ -277,6 +278,7 @@ _LAYERS: list[tuple[str, object, str, str, object, object, object, object, str]]
         512,
         "default",
     ),
+    ("push", "off", "no", "true", False, False, True, True, "default (on)"),
 ]
 _NEEDS = {
     "register_url": 'register_token_file = "needed.token"\n',
@@ -354,6 +356,7 @@ def test_every_origin_of_an_unconfigured_bridge(tmp_path: Path) -> None:
         ("embedded_relay_max_mb", "default"),
         ("embedded_relay_cert", "default (none: plain ws:// and http://)"),
         ("embedded_relay_key", "default (none)"),
+        ("push", "default (on)"),
         (
             "agents.opencode",
             "default: `opencode` is not on PATH (install OpenCode, or set agents.opencode.command)",
@@ -494,6 +497,16 @@ def test_booleans_are_not_numbers(tmp_path: Path, config: str) -> None:
         load_settings(flags=flags(tmp_path), env={})
 
 
+def test_push_takes_a_switch_and_refuses_anything_else(tmp_path: Path) -> None:
+    for text, expected in (("ON", True), ("0", False), (" yes ", True), ("Off", False)):
+        assert load_settings(flags=flags(tmp_path), env={"CODEDECK_PUSH": text}).push is expected
+    with pytest.raises(ConfigError, match=r"^push \(env CODEDECK_PUSH\): expected true or false"):
+        load_settings(flags=flags(tmp_path), env={"CODEDECK_PUSH": "maybe"})
+    (tmp_path / "config.toml").write_text("push = 0\n")
+    with pytest.raises(ConfigError, match=r"^push \(file .*\): expected true or false"):
+        load_settings(flags=flags(tmp_path), env={})
+
+
 def test_the_first_bad_setting_is_the_one_reported(tmp_path: Path) -> None:
     (tmp_path / "config.toml").write_text(
         'claude_path = "/nope"\nembedded_relay_max_mb = 0\ntranscript_keep_last = -1\n'
@@ -509,7 +522,7 @@ def test_an_unknown_key_lists_the_known_ones(tmp_path: Path) -> None:
     assert str(info.value) == (
         f"{tmp_path / 'config.toml'}: unknown setting(s) bogus; known settings are agent, agents, "
         "claude_path, embedded_relay, embedded_relay_cert, embedded_relay_key, "
-        "embedded_relay_max_mb, key_file, machine_name, "
+        "embedded_relay_max_mb, key_file, machine_name, push, "
         "register_token_file, register_url, relays, sandbox, transcript_keep_last, workspaces"
     )
 
@@ -521,7 +534,7 @@ def test_describe_shows_each_value_as_config_show_prints_it(tmp_path: Path) -> N
         'machine_name = "box"\nembedded_relay = "0.0.0.0:7000"\nkey_file = "/k"\n'
         f'agent = "scripted"\nclaude_path = "{tmp_path / "claude"}"\n'
         'register_url = "https://r.example"\nregister_token_file = "/t"\n'
-        "transcript_keep_last = 0\nembedded_relay_max_mb = 9\n"
+        "transcript_keep_last = 0\nembedded_relay_max_mb = 9\npush = false\n"
     )
     rows = describe(load_settings(flags=flags(tmp_path), env={"PATH": ""}))
     values = {name: value for name, value, _ in rows}
@@ -540,6 +553,7 @@ def test_describe_shows_each_value_as_config_show_prints_it(tmp_path: Path) -> N
         "register_url": "https://r.example",
         "register_token_file": "/t",
         "claude_path": str(tmp_path / "claude"),
+        "push": "off",
         "agents.opencode": "(off)",
     }
     unset = {
@@ -559,7 +573,7 @@ def test_the_table_has_a_row_for_each_layered_field_of_settings() -> None:
     assert [row.name for row in SETTINGS] == [
         item.name for item in fields(Settings) if item.name not in apart
     ]
-    assert len({row.env for row in SETTINGS}) == len({row.flag for row in SETTINGS}) == 13
+    assert len({row.env for row in SETTINGS}) == len({row.flag for row in SETTINGS}) == 14
 
 
 def test_config_show_has_a_line_for_every_row(tmp_path: Path) -> None:

@@ -18,6 +18,7 @@ Timers are data: the runtime sleeps until :meth:`Engine.next_deadline` and calls
 :mod:`~.state`                one :class:`~.state.SessionState` per session
 :mod:`~.phones`               the paired phones and their capabilities
 :mod:`~.accounts`             provider profiles, credentials, device config
+:mod:`~.push`                 Web Push subscriptions, and which committed lines wake phones
 :mod:`~.sync`, :mod:`~.attachments`  transcript sync, image uploads
 ============================  =================================================================
 
@@ -102,6 +103,7 @@ from bridge.engine.phones.credentials import Credentials
 from bridge.engine.phones.paired import PhoneBook
 from bridge.engine.phones.pairing import Pairing, PairingWindow
 from bridge.engine.phones.providers import ProviderProfile, ResolvedProvider
+from bridge.engine.phones.push import Push
 from bridge.engine.sessions.agent_events import AgentEvents
 from bridge.engine.sessions.attachments import Attachments
 from bridge.engine.sessions.broker import Card
@@ -126,6 +128,8 @@ from bridge.protocol import (
     PairRequestCommand,
     PermissionResCommand,
     ProviderProfilesRequestCommand,
+    PushSubscribeCommand,
+    PushUnsubscribeCommand,
     QuestionInputCommand,
     RefreshSessionsCommand,
     SessionsMessage,
@@ -219,6 +223,7 @@ class Engine:
             self.cards,
             new_id,
         )
+        self.push = Push(config, self.sessions, self.phones)
         self._prune_at = now + PRUNE_INTERVAL
 
     # --- boot and shutdown ---------------------------------------------------------------------
@@ -277,7 +282,11 @@ class Engine:
     # --- inputs --------------------------------------------------------------------------------
 
     def handle(self, event: Input, now: float) -> list[Effect]:
-        """One input → its effects (in the order the runtime must perform them)."""
+        """One input → its effects (in the order the runtime must perform them), each line that
+        should wake an absent phone followed by its ``WakePhones`` (:mod:`~.push`)."""
+        return self.push.with_wakes(self._dispatch(event, now))
+
+    def _dispatch(self, event: Input, now: float) -> list[Effect]:
         agents, commands = self.agents, self.commands
         match event:
             case CommandEventReceived():
@@ -373,7 +382,7 @@ class Engine:
                 Dropped(f"journal record {record.seq} of {record.session_id[:8]} applied already")
             ]
         self.sessions.update(state, agent_seq=record.seq)
-        effects = self.handle(record.event, now) if record.event is not None else []
+        effects = self._dispatch(record.event, now) if record.event is not None else []
         return fold_marks((SaveAgentCursor(record.session_id, record.seq),), effects)
 
     def _on_command_event(self, received: CommandEventReceived, now: float) -> list[Effect]:
@@ -438,6 +447,10 @@ class Engine:
                 )
             case ProviderProfilesRequestCommand():
                 return self.accounts.profiles_for(phone)
+            case PushSubscribeCommand():
+                return self.push.subscribe(command, phone)
+            case PushUnsubscribeCommand():
+                return self.push.unsubscribe(command, phone)
             case _:
                 assert_never(command)
 

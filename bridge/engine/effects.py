@@ -26,7 +26,7 @@ from collections.abc import Mapping
 from dataclasses import field
 from typing import Any
 
-from bridge.protocol import BridgeToPhone, OutputEntry
+from bridge.protocol import BridgeToPhone, OutputEntry, PushReason
 from bridge.records import record
 
 __all__ = [
@@ -40,6 +40,8 @@ __all__ = [
     "CreateFolder",
     "DeletePhone",
     "DeleteProviderProfile",
+    "DeletePushSubscription",
+    "DeletePushSubscriptions",
     "DeleteSession",
     "DeleteTranscript",
     "Dropped",
@@ -65,6 +67,7 @@ __all__ = [
     "SaveImage",
     "SavePhone",
     "SaveProviderProfile",
+    "SavePushSubscription",
     "SaveSession",
     "SendSyncChunk",
     "SendToRunner",
@@ -73,6 +76,7 @@ __all__ = [
     "SetRunnerOption",
     "StartRunner",
     "StoreOp",
+    "WakePhones",
 ]
 
 # --- records the engine keeps and the store persists ---------------------------------------
@@ -304,6 +308,31 @@ class AddInbox:
     input_id: str | None
 
 
+@record
+class SavePushSubscription:
+    """Keep a phone's Web Push subscription (one per endpoint; the store caps each phone's)."""
+
+    phone: str
+    endpoint: str = field(repr=False)
+    p256dh: str = field(repr=False)
+    auth: str = field(repr=False)
+
+
+@record
+class DeletePushSubscription:
+    """Forget one of a phone's push subscriptions (``push-unsubscribe``)."""
+
+    phone: str
+    endpoint: str = field(repr=False)
+
+
+@record
+class DeletePushSubscriptions:
+    """Forget every push subscription of a phone (it was unpaired)."""
+
+    phone: str
+
+
 StoreOp = (
     MarkProcessed
     | AdvanceCursor
@@ -325,6 +354,9 @@ StoreOp = (
     | MarkInboxTaken
     | RemoveInbox
     | SaveAnswer
+    | SavePushSubscription
+    | DeletePushSubscription
+    | DeletePushSubscriptions
 )
 
 
@@ -509,6 +541,20 @@ class Notify:
 
 
 @record
+class WakePhones:
+    """Something happened that a phone away from the app should hear of (Web Push).
+
+    The runtime pushes to those of `phones` that have a subscription and no client connected,
+    coalescing each phone's events of a few seconds into one push; `card` (session id, request
+    id) lets it skip a card answered in the meantime. Nothing else of the event travels.
+    """
+
+    reason: PushReason
+    phones: tuple[str, ...]
+    card: tuple[str, str] | None = None
+
+
+@record
 class Dropped:
     """An input was dropped on purpose; the runtime logs `reason` (never the payload)."""
 
@@ -536,5 +582,6 @@ Effect = (
     | SaveImage
     | ListModels
     | Notify
+    | WakePhones
     | Dropped
 )

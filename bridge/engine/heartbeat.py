@@ -8,7 +8,8 @@ Rules (PROTOCOL-v10-wire.md §6, REFERENCE-BEHAVIOUR §1.10):
   costs one heartbeat, and its strictly increasing ``created_at`` stays real time.
 - It lists every session but the pending ones, with the folders of the workspace roots, the
   tombstones of closed sessions, the protocol version and the capabilities really implemented,
-  and (additive, v11's shape) the agents sessions can run (:mod:`bridge.engine.agents`).
+  and (additive, v11's shape) the agents sessions can run (:mod:`bridge.engine.agents`); with
+  push on, the capability ``push`` and the VAPID key phones subscribe with (``pushKey``).
 - The shutdown heartbeat marks every session ``offline`` and the machine ``machineOffline``.
 - Nothing is published while no phone is paired (the timer still runs).
 
@@ -25,7 +26,7 @@ from bridge.engine.phones.accounts import Accounts
 from bridge.engine.phones.paired import PhoneBook
 from bridge.engine.sessions.rules import to_remote_info
 from bridge.engine.state import SessionTable
-from bridge.protocol import PROTOCOL_VERSION, RemoteSessionInfo, SessionsMessage
+from bridge.protocol import PROTOCOL_VERSION, PUSH, RemoteSessionInfo, SessionsMessage
 
 __all__ = ["Heartbeat"]
 
@@ -97,15 +98,20 @@ class Heartbeat:
     def message(self, *, offline: bool = False) -> SessionsMessage:
         """The ``sessions`` message as of now (``offline``: the goodbye at shutdown)."""
         roots = list(self._config.roots)
+        push_key = self._config.push_key
+        capabilities = list(self._agents.capabilities(self._config.capabilities))
+        if push_key is not None:
+            capabilities.append(PUSH)
         return SessionsMessage(
             machine=self._config.machine,
             host=self._config.host,
             sessions=[self.info(r, offline=offline) for r in self._sessions.listed()],
             protocolVersion=PROTOCOL_VERSION,
-            capabilities=list(self._agents.capabilities(self._config.capabilities)),
+            capabilities=capabilities,
             folders=list(self.folders) if roots else None,
             roots=roots or None,
             removedSessions=list(self._sessions.tombstones) or None,
             machineOffline=True if offline else None,
             agents=self._agents.descriptors(),
+            pushKey=push_key,
         )

@@ -36,7 +36,8 @@ BRIDGE_CAPABILITIES: tuple[str, ...] = (
     CHUNKED,
 )
 """What this bridge really implements today (a heartbeat never advertises more); ``opencode``
-joins while OpenCode is offered (:class:`~bridge.engine.agents.AgentCatalog`)."""
+joins while OpenCode is offered (:class:`~bridge.engine.agents.AgentCatalog`), ``push`` while push
+is on (:attr:`EngineConfig.push_key`)."""
 
 HEARTBEAT_INTERVAL = 60.0
 HEARTBEAT_DEBOUNCE = 1.0
@@ -64,3 +65,6 @@ class EngineConfig:
     """The daemon environment's ``ANTHROPIC_API_KEY`` (it wins over a stored key)."""
     agents: tuple[ConfiguredAgent, ...] = ()
     """The ACP agents of the configuration (offered once their start-up check passed)."""
+    push_key: str | None = None
+    """The bridge's VAPID public key (base64url), or None when push is off: with it the
+    heartbeat advertises ``push`` and carries it as ``pushKey``."""

@@ -33,6 +33,7 @@ __all__ = [
     "MODELS",
     "OPENCODE",
     "PROTOCOL_VERSION",
+    "PUSH",
     "SYNC_V1",
     "USAGE",
     "Capability",
@@ -54,6 +55,7 @@ DIFF: Final = "diff"
 CUSTOM_PROVIDERS: Final = "custom-providers"
 CHUNKED: Final = "chunked"
 OPENCODE: Final = "opencode"
+PUSH: Final = "push"
 
 
 class Tier(enum.Enum):
@@ -115,8 +117,17 @@ CAPABILITIES: Final = (
         "configured and its start-up check passed.",
         late_v10=True,
     ),
+    Capability(
+        PUSH,
+        Tier.HARD_GATE,
+        "Additive (CodeDeck Web), phone side: send push-subscribe only when the bridge "
+        "advertises it; the heartbeat's pushKey is the VAPID key to subscribe with. Advertised "
+        "unless the bridge's push setting is off.",
+        late_v10=True,
+    ),
 )
-"""Every known capability: the ten of v10 in advertising order, then the late-v10 ``opencode``."""
+"""Every known capability: the ten of v10 in advertising order, then the late-v10 ``opencode``
+and the additive ``push``."""
 
 CAPABILITY_BY_NAME: Final = {capability.name: capability for capability in CAPABILITIES}
 

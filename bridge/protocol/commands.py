@@ -1,6 +1,7 @@
 """Phone → bridge commands (PROTOCOL-v10-wire.md §5), all carried on kind 4515.
 
-23 ``type`` strings, 24 models: ``upload-image`` has a Blossom shape and a chunked shape, tried in
+25 ``type`` strings, 26 models (the last two, ``push-subscribe`` and ``push-unsubscribe``,
+additive behind the capability ``push``): ``upload-image`` has a Blossom shape and a chunked shape, tried in
 that order (§2.6). Every command may carry the envelope fields ``v`` (the sender's protocol version)
 and ``caps`` (the sender's capability strings); the bridge never rejects a command because of ``v``
 and records ``caps`` per phone for the ``diff`` gate. They are written last on the wire.
@@ -34,6 +35,7 @@ from .primitives import (
     TriStateStr,
     WireModel,
 )
+from .push import PushSubscription
 from .shared import DeviceConfig, ProviderProfileWrite
 
 __all__ = [
@@ -53,6 +55,8 @@ __all__ = [
     "PermissionResCommand",
     "PhoneToBridge",
     "ProviderProfilesRequestCommand",
+    "PushSubscribeCommand",
+    "PushUnsubscribeCommand",
     "QuestionInputCommand",
     "RefreshSessionsCommand",
     "SetCredentialsCommand",
@@ -291,6 +295,20 @@ class ProviderProfilesRequestCommand(Command):
     type: Literal["provider-profiles-request"] = "provider-profiles-request"
 
 
+class PushSubscribeCommand(Command):
+    """Additive (capability ``push``): wake the sending phone by Web Push when it is away."""
+
+    type: Literal["push-subscribe"] = "push-subscribe"
+    subscription: PushSubscription
+
+
+class PushUnsubscribeCommand(Command):
+    """Additive (capability ``push``): forget one of the sending phone's push subscriptions."""
+
+    type: Literal["push-unsubscribe"] = "push-unsubscribe"
+    endpoint: NonEmptyStr
+
+
 PhoneToBridge: TypeAlias = (
     InputCommand
     | QuestionInputCommand
@@ -316,5 +334,7 @@ PhoneToBridge: TypeAlias = (
     | PairRequestCommand
     | SetProviderProfileCommand
     | ProviderProfilesRequestCommand
+    | PushSubscribeCommand
+    | PushUnsubscribeCommand
 )
 """Every phone → bridge command, in the order of the spec (and of union resolution)."""

@@ -1,6 +1,6 @@
 """Bridge → phone messages (PROTOCOL-v10-wire.md §6).
 
-24 ``type`` strings. Their event kind is decided by :func:`bridge.protocol.kinds.kind_for`:
+25 ``type`` strings (the last, ``push-ack``, additive behind the capability ``push``). Their event kind is decided by :func:`bridge.protocol.kinds.kind_for`:
 ``sessions`` is the 30515 heartbeat, ``output`` / ``usage`` / ``gsd-state`` are live 24515, every
 other message is stored 4516. The transport-level ``chunk`` envelope is deliberately not a member of
 this union (see :mod:`bridge.protocol.chunking`).
@@ -58,6 +58,7 @@ __all__ = [
     "PairAckMessage",
     "ProviderProfileAckMessage",
     "ProviderProfilesMessage",
+    "PushAckMessage",
     "SessionFailedMessage",
     "SessionPendingMessage",
     "SessionReadyMessage",
@@ -90,6 +91,9 @@ class SessionsMessage(WireModel):
     removedSessions: Opt[list[Str]] = None
     machineOffline: Opt[Bool] = None
     agents: Opt[list[AgentDescriptor]] = None
+    pushKey: Opt[NonEmptyStr] = None
+    """Additive: the bridge's VAPID public key (base64url of the 65-byte P-256 point), present
+    exactly when the capability ``push`` is advertised."""
 
 
 class OutputMessage(WireModel):
@@ -303,6 +307,15 @@ class ProviderProfileAckMessage(WireModel):
     error: Opt[Str] = None
 
 
+class PushAckMessage(WireModel):
+    """Additive (capability ``push``): reply to ``push-subscribe`` / ``push-unsubscribe``."""
+
+    type: Literal["push-ack"] = "push-ack"
+    endpoint: NonEmptyStr
+    success: Bool
+    error: Opt[Str] = None
+
+
 BridgeToPhone: TypeAlias = (
     SessionsMessage
     | OutputMessage
@@ -328,5 +341,6 @@ BridgeToPhone: TypeAlias = (
     | PairAckMessage
     | ProviderProfilesMessage
     | ProviderProfileAckMessage
+    | PushAckMessage
 )
 """Every bridge → phone message, in the order of the spec."""

@@ -52,6 +52,8 @@ from bridge.engine.effects import (
     Commit,
     DeletePhone,
     DeleteProviderProfile,
+    DeletePushSubscription,
+    DeletePushSubscriptions,
     DeleteSession,
     DeleteTranscript,
     MarkInboxTaken,
@@ -64,6 +66,7 @@ from bridge.engine.effects import (
     SaveDeviceConfig,
     SavePhone,
     SaveProviderProfile,
+    SavePushSubscription,
     SaveSession,
     SetCredential,
     StoreOp,
@@ -76,6 +79,7 @@ from store import bridge_state as state
 from store import decisions as decisions_store
 from store import device_config as device_config_store
 from store import host_answers
+from store import push as push_store
 from store.db import BridgeDatabase, Statement
 
 __all__ = [
@@ -168,6 +172,15 @@ def op_statements(op: StoreOp, now: int) -> list[Statement]:
                     now,
                 )
             ]
+        case SavePushSubscription():
+            register_secret(op.auth)
+            return push_store.save_subscription_statements(
+                op.phone, op.endpoint, op.p256dh, op.auth, now=now
+            )
+        case DeletePushSubscription():
+            return [push_store.delete_subscription_statement(op.phone, op.endpoint)]
+        case DeletePushSubscriptions():
+            return [push_store.delete_phone_subscriptions_statement(op.phone)]
         case _:
             assert_never(op)
 

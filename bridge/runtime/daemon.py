@@ -17,6 +17,7 @@ and stop:
 ``periodic``           the 30 s work: folder scan, outbox retry, retention, status
 ``sdnotify``           systemd's notify protocol and the watchdog
 ``embedded_relay``     the embedded relay and the registry its policy asks
+``push``               Web Push to phones that are away: coalescing, sending (off: ``push = false``)
 ``boot``               the durable state the engine is built from
 =====================  ==========================================================================
 
@@ -71,6 +72,7 @@ from bridge.nostr.nip44 import ConversationKeyCache, decrypt
 from bridge.nostr.pool import RelayPool
 from bridge.nostr.relay import RelayEventReceived
 from bridge.protocol.kinds import COMMAND_KIND
+from bridge.push import VapidKey
 from bridge.records import record
 from bridge.runtime.boot import load_engine_state
 from bridge.runtime.clock import Clock, SystemClock
@@ -84,6 +86,7 @@ from bridge.runtime.edges.embedded_relay import (
     TlsFiles,
     private_relay,
 )
+from bridge.runtime.edges.push import PushEdge, load_or_create_vapid_key
 from bridge.runtime.edges.registration import RegistrationError, RelayRegistration, read_token_file
 from bridge.runtime.edges.sdnotify import Notifier, StatusReporter, run_watchdog, watchdog_interval
 from bridge.runtime.edges.wake import watch_wakes
@@ -176,6 +179,7 @@ class _Parts:
     subscriptions: Subscriptions
     periodic: PeriodicWork
     server: ControlServer
+    push: PushEdge | None
 
 
 class Daemon:
@@ -247,7 +251,8 @@ class Daemon:
             self._register_bridge()
             relays = await self._relays()
             sandbox = await sandbox_support_of(self.settings.sandbox)
-            parts = self._assemble(state, relays, sandbox)
+            vapid = await load_or_create_vapid_key(self.db) if self.settings.push else None
+            parts = self._assemble(state, relays, sandbox, vapid)
         except BaseException:
             await self._abandon_start()
             raise
@@ -258,6 +263,8 @@ class Daemon:
             await self._stop_orphan_hosts(parts.engine)
             await self._boot(parts.loop)
             self._loop_task = self.tasks.spawn(parts.loop.run(), "the engine loop", critical=True)
+            if parts.push is not None:
+                parts.push.start()
             # Agents take seconds to start: nothing waits for their check.
             self.tasks.spawn(parts.agents.check_agents(), "the ACP agents' check")
             await self._settle_hosts(parts.runners)
@@ -306,7 +313,9 @@ class Daemon:
         self.embedded = await self._start_embedded()
         return _Relays((self.embedded.local_url,), (self.embedded.public_url(),))
 
-    def _assemble(self, state: EngineState, relays: _Relays, sandbox: SandboxSupport) -> _Parts:
+    def _assemble(
+        self, state: EngineState, relays: _Relays, sandbox: SandboxSupport, vapid: VapidKey | None
+    ) -> _Parts:
         """Build every part and wire them together; nothing starts yet.
 
         Every part hands its inputs to the engine loop through one `feed`. The loop is built
@@ -314,7 +323,8 @@ class Daemon:
         called: nothing can be fed before :meth:`serve` awaits its first start step.
         """
         settings, clock = self.settings, self.clock
-        engine = self.engine = self._build_engine(state, relays)
+        engine = self.engine = self._build_engine(state, relays, vapid)
+        push = self._push_edge(engine, vapid)
         loop: EngineLoop  # built last: see above
 
         def feed(event: Input) -> None:
@@ -384,6 +394,7 @@ class Daemon:
             errands=errands,
             subscriptions=subscriptions,
             notify=control.notify,
+            wake=push.wake if push is not None else None,
             feed=feed,
         )
         loop = EngineLoop(engine, effects, clock)
@@ -410,9 +421,28 @@ class Daemon:
             subscriptions=subscriptions,
             periodic=periodic,
             server=server,
+            push=push,
         )
 
-    def _build_engine(self, state: EngineState, relays: _Relays) -> Engine:
+    def _push_edge(self, engine: Engine, vapid: VapidKey | None) -> PushEdge | None:
+        """Web Push (off without a key): a phone counts as away unless it reads the embedded
+        relay now; with external relays only, every subscribed phone is pushed."""
+        if vapid is None:
+            return None
+        return PushEdge(
+            self.db,
+            vapid,
+            bridge=self.keypair.public_hex,
+            machine=self.settings.machine_name,
+            wall=self.clock.wall,
+            monotonic=self.clock.monotonic,
+            connected=self.embedded.connected_phones if self.embedded is not None else None,
+            card_open=lambda s, r: any(c.request_id == r for c in engine.pending_cards(s)),
+        )
+
+    def _build_engine(
+        self, state: EngineState, relays: _Relays, vapid: VapidKey | None = None
+    ) -> Engine:
         settings = self.settings
         home = str(Path.home())
         config = EngineConfig(
@@ -431,6 +461,7 @@ class Daemon:
                 unhidden=settings.sandbox.unhide,
             ),
             agents=tuple(ConfiguredAgent(a.agent_id, a.label) for a in settings.agents),
+            push_key=vapid.public_key if vapid is not None else None,
         )
         return Engine(
             config,
@@ -493,6 +524,8 @@ class Daemon:
         try:
             await self._stop_loop(parts.loop, self._loop_task)
             await self.tasks.close()
+            if parts.push is not None:
+                await parts.push.close()
             await parts.commits.close()
             parts.control.close()
             await self._close_parts(parts.engine, parts.runners, parts.errands)

@@ -16,7 +16,8 @@ a sync's acks), the loop hands the engine several of them before it performs any
 commits become ONE transaction (:class:`EffectGroup`; a lone input is a group of one). That is
 only allowed while every effect of the group can wait for all of the group's commits: commits
 themselves, publishes, ``SendToRunner``, ``SendSyncChunk`` (a read of lines the group cannot
-remove) and ``Dropped`` (:func:`groupable`). An input with any other effect (a runner to start, a
+remove), ``WakePhones`` (a push is a few seconds away anyway) and ``Dropped``
+(:func:`groupable`). An input with any other effect (a runner to start, a
 session's transcript deleted, …) first flushes the group — its commits made durable, then
 everything they deferred performed, in order — and then has its own effects performed one by one.
 So every effect still runs after the commits before it are durable, in the order the engine
@@ -78,6 +79,7 @@ from bridge.engine.effects import (
     SendToRunner,
     SetRunnerOption,
     StartRunner,
+    WakePhones,
 )
 from bridge.engine.inputs import CommandEventReceived, Input, SyncChunkSent
 from bridge.nostr.keys import hex_to_npub
@@ -122,7 +124,7 @@ GROUP_LIMIT = 128
 """Inputs at most in one group commit: bounds how long the first one's replies wait for the
 rest (each input adds its engine work and sealing; the transaction is one trip)."""
 
-_DEFERRABLE = (Commit, Publish, SendToRunner, SendSyncChunk, Dropped)
+_DEFERRABLE = (Commit, Publish, SendToRunner, SendSyncChunk, WakePhones, Dropped)
 _DESTRUCTIVE = (DeleteTranscript, DeleteSession)
 
 
@@ -169,6 +171,7 @@ class EffectRunner:
         subscriptions: Subscriptions,
         notify: Callable[[Notify], None],
         feed: Callable[[Input], None],
+        wake: Callable[[WakePhones], None] | None = None,
     ) -> None:
         self._db = db
         self._committer = committer
@@ -178,6 +181,7 @@ class EffectRunner:
         self._subscriptions = subscriptions
         self._notify = notify
         self._feed = feed
+        self._wake = wake
 
     async def perform(self, effects: list[Effect]) -> None:
         """Every effect in order; an exception stops the rest (nothing may outrun a commit).
@@ -276,6 +280,9 @@ class EffectRunner:
                 self._errands.run(effect)
             case Notify():
                 self._notify(effect)
+            case WakePhones():
+                if self._wake is not None:  # None: push is off
+                    self._wake(effect)
             case Dropped():
                 logger.info(
                     "x dropped%s%s: %s",

@@ -100,7 +100,7 @@ def test_kind_and_tags_follow_the_spec_table(raw: dict[str, Any]) -> None:
 
 def test_the_corpus_covers_every_message_type() -> None:
     assert {raw["type"] for raw in VALID} == set(BRIDGE_TO_PHONE_TYPES)
-    assert len(BRIDGE_TO_PHONE_TYPES) == 24
+    assert len(BRIDGE_TO_PHONE_TYPES) == 25  # v10's 24 and the additive push-ack
 
 
 def test_the_heartbeat_d_tag_is_the_machine_argument_per_phone() -> None:

@@ -9,6 +9,7 @@ from bridge.protocol import (
     CAPABILITY_BY_NAME,
     OPENCODE,
     PROTOCOL_VERSION,
+    PUSH,
     Tier,
     diff_allowed,
 )
@@ -44,7 +45,12 @@ def test_tiers() -> None:
 def test_opencode_is_late_v10_and_not_advertised() -> None:
     assert CAPABILITY_BY_NAME[OPENCODE].late_v10
     assert OPENCODE not in ALL_BRIDGE_CAPABILITIES
-    assert [c.name for c in CAPABILITIES if c.late_v10] == [OPENCODE]
+    assert [c.name for c in CAPABILITIES if c.late_v10] == [OPENCODE, PUSH]
+
+
+def test_push_is_additive_and_a_phone_side_gate() -> None:
+    assert CAPABILITY_BY_NAME[PUSH].tier is Tier.HARD_GATE
+    assert PUSH not in ALL_BRIDGE_CAPABILITIES
 
 
 def test_diff_gate() -> None:

@@ -371,8 +371,8 @@ def test_decode_as_reads_one_model() -> None:
 
 
 def test_registries_map_every_type_to_its_classes() -> None:
-    assert len(PHONE_TO_BRIDGE_TYPES) == 23
-    assert len(BRIDGE_TO_PHONE_TYPES) == 24
+    assert len(PHONE_TO_BRIDGE_TYPES) == 25  # v10's 23, then push-subscribe, push-unsubscribe
+    assert len(BRIDGE_TO_PHONE_TYPES) == 25  # v10's 24, then push-ack
     assert PHONE_TO_BRIDGE_TYPES["upload-image"] == (
         UploadImageBlossomCommand,
         UploadImageChunkedCommand,

@@ -25,6 +25,8 @@ from bridge.engine.effects import (
     Commit,
     DeletePhone,
     DeleteProviderProfile,
+    DeletePushSubscription,
+    DeletePushSubscriptions,
     DeleteSession,
     DeleteTranscript,
     MarkInboxTaken,
@@ -39,6 +41,7 @@ from bridge.engine.effects import (
     SaveDeviceConfig,
     SavePhone,
     SaveProviderProfile,
+    SavePushSubscription,
     SaveSession,
     SetCredential,
     StoreOp,
@@ -247,6 +250,44 @@ CASES = [
         "FROM host_answers",
         [("s-1", "req-1", 1, 1, 1)],
         setup=(SaveAnswer(AnswerPermission("s-1", "req-1", False, "no")),),  # a later one wins
+    ),
+    OpCase(
+        "save-push-subscription",
+        SavePushSubscription(PHONE.public_hex, "https://push.example/b", "kb", "ab"),
+        "SELECT phone, endpoint, p256dh, auth FROM push_subscriptions ORDER BY id",
+        [
+            (PHONE_2.public_hex, "https://push.example/a", "ka", "aa"),
+            (PHONE.public_hex, "https://push.example/b", "kb", "ab"),
+        ],
+        # The endpoint moves to the phone that subscribed it last, refreshed.
+        setup=(
+            SavePushSubscription(PHONE.public_hex, "https://push.example/b", "old", "old"),
+            SavePushSubscription(PHONE_2.public_hex, "https://push.example/a", "ka", "aa"),
+            SavePushSubscription(PHONE_2.public_hex, "https://push.example/b", "kx", "ax"),
+        ),
+    ),
+    OpCase(
+        "delete-push-subscription",
+        DeletePushSubscription(PHONE.public_hex, "https://push.example/a"),
+        "SELECT phone, endpoint FROM push_subscriptions ORDER BY id",
+        [(PHONE_2.public_hex, "https://push.example/b")],
+        # A phone forgets only its own subscription.
+        setup=(
+            SavePushSubscription(PHONE.public_hex, "https://push.example/a", "k", "a"),
+            SavePushSubscription(PHONE_2.public_hex, "https://push.example/b", "k", "a"),
+            DeletePushSubscription(PHONE.public_hex, "https://push.example/b"),
+        ),
+    ),
+    OpCase(
+        "delete-push-subscriptions",
+        DeletePushSubscriptions(PHONE.public_hex),
+        "SELECT phone FROM push_subscriptions",
+        [(PHONE_2.public_hex,)],
+        setup=(
+            SavePushSubscription(PHONE.public_hex, "https://push.example/a", "k", "a"),
+            SavePushSubscription(PHONE.public_hex, "https://push.example/c", "k", "a"),
+            SavePushSubscription(PHONE_2.public_hex, "https://push.example/b", "k", "a"),
+        ),
     ),
 ]
 

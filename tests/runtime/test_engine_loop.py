@@ -32,6 +32,7 @@ from bridge.engine.effects import (
     SendToRunner,
     SetRunnerOption,
     StartRunner,
+    WakePhones,
 )
 from bridge.engine.inputs import CommandEventReceived, Input, RefreshRequested, SyncChunkSent
 from bridge.nostr.relay import PublishStatus
@@ -587,6 +588,7 @@ class Parts:
             errands=self.part("errands"),
             subscriptions=self.part("subscriptions", awaited=("refresh",)),
             notify=lambda effect: self.calls.append(("notify", (effect,), {})),
+            wake=lambda effect: self.calls.append(("wake", (effect,), {})),
             feed=lambda event: self.calls.append(("feed", (event,), {})),
         )
 
@@ -607,6 +609,7 @@ NOTIFY = Notify("paired", {"label": "Pixel"})
 COMMIT = Commit((MarkProcessed("aa" * 32, 1),))
 Route = tuple[Effect, list[tuple[str, tuple[Any, ...], dict[str, Any]]]]
 ERRAND_ROUTES: list[Route] = [(errand, [("errands.run", (errand,), {})]) for errand in ERRANDS]
+WAKE = WakePhones("approval", (PHONE.public_hex,), ("s-1", "req-1"))
 ROUTES: list[Route] = [
     (COMMIT, [("committer.commit", (COMMIT,), {})]),
     (
@@ -636,6 +639,7 @@ ROUTES: list[Route] = [
     (ANSWER, [("runners.answer", (ANSWER,), {})]),
     *ERRAND_ROUTES,
     (NOTIFY, [("notify", (NOTIFY,), {})]),
+    (WAKE, [("wake", (WAKE,), {})]),
     (Dropped("duplicate", "ab" * 32, PHONE.public_hex), []),
 ]
 

@@ -22,6 +22,7 @@ import hmac
 from bridge.engine.effects import (
     Commit,
     DeletePhone,
+    DeletePushSubscriptions,
     Dropped,
     Effect,
     Notify,
@@ -221,4 +222,6 @@ class Pairing:
             return []
         self._sync.abort_phone(pubkey)
         self._attachments.abort_phone(pubkey)
-        return [Commit((DeletePhone(pubkey),)), Resubscribe(), *self._heartbeat.publish(now)]
+        # Its push subscriptions go with it: an unpaired phone is never woken again.
+        forget = (DeletePhone(pubkey), DeletePushSubscriptions(pubkey))
+        return [Commit(forget), Resubscribe(), *self._heartbeat.publish(now)]
