@@ -21,6 +21,7 @@ from store.readonly import NoDatabase, open_readonly
 from store.schema import BRIDGE_MIGRATIONS
 from tests.control.fake_handler import FakeHandler, short_home
 from tests.ops.support import REPO, CliResult, invoke, make_store
+from tests.support.tls import make_certificate
 
 KEY = Keypair.from_secret("0a" * 32)
 API_KEY = "sk-ant-api03-config-show-0123456789"
@@ -152,6 +153,9 @@ def test_config_example_documents_every_setting_and_loads(tmp_path: Path) -> Non
     claude.write_text("#!/bin/sh\n")
     text = text.replace('"~/.local/bin/claude"', f'"{claude}"')
     text = text.replace('"~/.config/codedeck/relay-admin.token"', f'"{tmp_path / "admin.token"}"')
+    tls = make_certificate(tmp_path / "tls")
+    text = text.replace('"/etc/codedeck/tls/fullchain.pem"', f'"{tls.cert}"')
+    text = text.replace('"/etc/codedeck/tls/privkey.pem"', f'"{tls.key}"')
     (home / "config.toml").write_text(text)
     loaded = load_settings(flags={"home": str(home)}, env={})
     assert loaded.relays == ("wss://relay.example.com",)
