@@ -38,6 +38,20 @@ function useRoute(): Route {
   return route;
 }
 
+const WIDE = "(min-width: 900px)";
+
+/** Whether the two-pane layout applies (a phone shows one pane and does not render the other). */
+function useWide(): boolean {
+  const [wide, setWide] = useState(() => matchMedia(WIDE).matches);
+  useEffect(() => {
+    const query = matchMedia(WIDE);
+    const on = () => setWide(query.matches);
+    query.addEventListener("change", on);
+    return () => query.removeEventListener("change", on);
+  }, []);
+  return wide;
+}
+
 function Notice() {
   const [text, setText] = useState<string | null>(null);
   useEffect(() => {
@@ -63,18 +77,21 @@ function Notice() {
 
 function App() {
   const route = useRoute();
+  const wide = useWide();
   if (route.kind === "pair") return <PairScreen fragment={route.fragment} />;
   const selected = route.kind === "session" ? route.sessionId : null;
   return (
     <div class={`layout ${route.kind === "session" ? "has-session" : "no-session"}`}>
-      <div class="pane list-pane"><Home selected={selected} /></div>
-      <main class="pane main-pane">
-        {route.kind === "session" ? (
-          <SessionScreen key={`${route.bridgeId}/${route.sessionId}`} bridgeId={route.bridgeId} sessionId={route.sessionId} />
-        ) : (
-          <div class="empty-pane muted">Choose a session, or start one.</div>
-        )}
-      </main>
+      {wide || route.kind !== "session" ? <div class="pane list-pane"><Home selected={selected} /></div> : null}
+      {wide || route.kind === "session" ? (
+        <main class="pane main-pane">
+          {route.kind === "session" ? (
+            <SessionScreen key={`${route.bridgeId}/${route.sessionId}`} bridgeId={route.bridgeId} sessionId={route.sessionId} />
+          ) : (
+            <div class="empty-pane muted">Choose a session, or start one.</div>
+          )}
+        </main>
+      ) : null}
       <Notice />
     </div>
   );
