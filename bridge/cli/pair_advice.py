@@ -72,6 +72,7 @@ def unreachable_relays_advice(
     if embedded_url is None or embedded_url not in relays:
         return "\n".join([*lines, f"  Use {relay_fix[0]}", relay_fix[1]])
     port = urlsplit(embedded_url).port or _DEFAULT_PORT
+    scheme = urlsplit(embedded_url).scheme or "ws"
     flag = f"--embedded-relay 0.0.0.0:{port}"
     lines += [
         "  To pair a phone on your LAN, serve the embedded relay on every address: stop the bridge",
@@ -80,7 +81,7 @@ def unreachable_relays_advice(
         f'  (or: codedeck-bridge run {flag}; or embedded_relay = "0.0.0.0:{port}" in',
         f"  config.toml), let TCP {port} through the firewall (e.g. `sudo ufw allow {port}/tcp`)",
         "  and run `codedeck-bridge pair` again.",
-        f"  This machine's LAN address is {lan}: phones will dial ws://{lan}:{port}."
+        f"  This machine's LAN address is {lan}: phones will dial {scheme}://{lan}:{port}."
         if lan is not None
         else "  This machine has no LAN address now: connect it to the phone's network first.",
         f"  Or use {relay_fix[0]}",

@@ -202,13 +202,17 @@ async def run_checks(
     if settings is not None and want("lan"):
         if settings.uses_embedded_relay:
             host, port = settings.embedded_relay
+            scheme = "wss" if settings.embedded_relay_cert is not None else "ws"
             announced = status.get("embeddedRelay") if status is not None else None
             if isinstance(announced, str):
                 # What the running daemon announces to phones (its flags may differ from ours).
                 parts = urlsplit(announced)
                 with contextlib.suppress(ValueError):
                     host, port = parts.hostname or host, parts.port or port
-            checks.append(await check_lan(host, port, daemon_running=status is not None))
+                scheme = "wss" if parts.scheme == "wss" else "ws"
+            checks.append(
+                await check_lan(host, port, daemon_running=status is not None, scheme=scheme)
+            )
         else:
             checks.append(
                 Check("lan", Status.SKIP, "relays are configured; the embedded relay is not used")

@@ -299,7 +299,9 @@ def check_clock(probes: Sequence[RelayProbe]) -> Check:
     return Check("clock", Status.SKIP, reason)
 
 
-async def check_lan(host: str, port: int, *, daemon_running: bool, timeout: float = 3.0) -> Check:
+async def check_lan(
+    host: str, port: int, *, daemon_running: bool, timeout: float = 3.0, scheme: str = "ws"
+) -> Check:
     """Where the embedded relay listens, and whether the address phones dial accepts connections.
 
     Args:
@@ -307,6 +309,7 @@ async def check_lan(host: str, port: int, *, daemon_running: bool, timeout: floa
             for a running daemon, pass the host of the URL it announces, which is that address.
         port: the port.
         daemon_running: the relay runs inside the daemon; without it there is nothing to dial.
+        scheme: ``wss`` when the relay speaks TLS (a certificate is configured), else ``ws``.
     """
     try:
         address = ipaddress.ip_address(host)
@@ -344,7 +347,7 @@ async def check_lan(host: str, port: int, *, daemon_running: bool, timeout: floa
         return Check(
             "lan",
             Status.SKIP,
-            f"phones will dial ws://{dial}:{port}; the relay runs inside the daemon, which is not "
+            f"phones will dial {scheme}://{dial}:{port}; the relay runs inside the daemon, which is not "
             "running (start it and run doctor again)",
             details=details,
         )
@@ -357,14 +360,14 @@ async def check_lan(host: str, port: int, *, daemon_running: bool, timeout: floa
         return Check(
             "lan",
             Status.FAIL,
-            f"ws://{dial}:{port} does not accept connections ({type(exc).__name__})",
+            f"{scheme}://{dial}:{port} does not accept connections ({type(exc).__name__})",
             f"check --embedded-relay and that nothing else holds port {port}",
             details,
         )
     return Check(
         "lan",
         Status.PASS,
-        f"the embedded relay answers on ws://{dial}:{port}, the address phones dial (a firewall "
+        f"the embedded relay answers on {scheme}://{dial}:{port}, the address phones dial (a firewall "
         f"between the phone and this machine must let TCP {port} through, e.g. "
         f"`sudo ufw allow {port}/tcp`)",
         details=details,
