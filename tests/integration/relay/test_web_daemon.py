@@ -18,6 +18,7 @@ from urllib.parse import parse_qs, quote, urlsplit
 
 import pytest
 
+from bridge.runtime.edges.embedded_relay import lan_address
 from bridge.webclient import load_files
 from tests.support.daemon import REPO, DaemonProcess
 from tests.support.phone import PhoneSimulator
@@ -134,3 +135,25 @@ async def test_tls_link_page_and_a_phone_pairing_over_wss(
             await phone.wait_for("sessions")
         phones = await daemon.call("phones.list")
     assert [p["label"] for p in phones] == ["Browser"]
+
+
+async def test_on_every_address_the_link_and_the_page_use_the_lan_address(
+    tmp_path: Path, workspace: Path
+) -> None:
+    lan = lan_address()
+    if lan is None:
+        pytest.skip("this machine has no LAN address to serve phones on")
+    daemon = DaemonProcess(
+        tmp_path / "home", [], workspace, extra_args=["--embedded-relay", "0.0.0.0:0"]
+    )
+    async with daemon:
+        window = await pair_json(daemon.home)
+        [relay] = window["relays"]
+        port = urlsplit(relay).port
+        assert relay == f"ws://{lan}:{port}"
+        web_url = window["webUrl"]
+        assert web_url.startswith(f"http://{lan}:{port}/#pair=")
+        status, headers, body = await get(web_url.split("#", 1)[0])
+        assert status == 200 and body.startswith(expected_root())
+        csp = headers["Content-Security-Policy"]
+        assert f"ws://{lan}:{port}" in csp and f"ws://127.0.0.1:{port}" in csp

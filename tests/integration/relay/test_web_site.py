@@ -22,7 +22,7 @@ import pytest
 from websockets.asyncio.client import ClientConnection, connect
 
 from bridge.nostr.event import sign_event
-from bridge.runtime.edges.embedded_relay import EmbeddedRelay, TlsFiles
+from bridge.runtime.edges.embedded_relay import EmbeddedRelay, EmbeddedRelayError, TlsFiles
 from bridge.webclient import load_files
 from tests.integration.relay.conftest import BRIDGE, PHONE, STRANGER, Policy
 from tests.support.tls import Certificate, make_certificate
@@ -263,3 +263,18 @@ async def test_a_tracked_reader_still_gets_its_events(tmp_path: Path) -> None:
             frame = orjson.loads(await asyncio.wait_for(reader.recv(), 10))
             assert frame[0] == "EVENT" and frame[2]["id"] == event.id
             assert relay.connected_phones() == {PHONE.public_hex}
+
+
+async def test_a_certificate_that_cannot_be_used_stops_the_start_with_the_fix(
+    tmp_path: Path,
+) -> None:
+    one = make_certificate(tmp_path / "one")
+    other = make_certificate(tmp_path / "other")
+    relay = EmbeddedRelay("127.0.0.1", 0, tls=TlsFiles(one.cert, other.key))
+    with pytest.raises(EmbeddedRelayError) as info:
+        await relay.start()
+    assert str(info.value).startswith(
+        f"the embedded relay cannot use the certificate {one.cert} with the key {other.key} ("
+    )
+    assert str(info.value).endswith("check embedded_relay_cert and embedded_relay_key")
+    assert not relay.running
