@@ -50,7 +50,7 @@ from tests.support.web_pairing import base_url, open_pairing_link, pairing_link,
 __all__ = ["notes", "run"]
 
 ENTRIES = 5000
-ROUNDS = 3
+ROUNDS = 5
 SYNC_TIMEOUT = 180.0
 PAIR_TIMEOUT = 60.0
 FIRST_LOAD = ("index.html", "app.js", "app.css")
@@ -129,7 +129,7 @@ async def _browser_round(
         await browser.goto(route)
         await browser.wait_for_count(tid("entry"), ENTRIES, timeout=SYNC_TIMEOUT)
         numbers.browser_open_s.append(time.perf_counter() - start)
-        seqs = [int(s) for s in await browser.attrs(tid("entry"), "seq") if s is not None]
+        seqs = [int(s) for s in await browser.attrs(tid("entry"), "data-seq") if s is not None]
         if seqs != list(range(1, ENTRIES + 1)):
             raise RuntimeError(f"the page shows {len(seqs)} rows, not seqs 1..{ENTRIES} in order")
 

@@ -39,7 +39,7 @@ async def pair(browser: Browser, daemon: DaemonProcess, label: str = "Test brows
 
 
 async def _session_ids(browser: Browser) -> set[str]:
-    return {s for s in await browser.attrs(tid("session-item"), "session-id") if s}
+    return {s for s in await browser.attrs(tid("session-item"), "data-session-id") if s}
 
 
 async def create_session(browser: Browser, bridge: str, cwd: str | None = None) -> str:
@@ -84,7 +84,7 @@ async def send(browser: Browser, text: str) -> None:
 
 async def entry_seqs(browser: Browser) -> list[int]:
     """The ``data-seq`` of every entry row on screen, in document order."""
-    return [int(seq) for seq in await browser.attrs(tid("entry"), "seq") if seq is not None]
+    return [int(seq) for seq in await browser.attrs(tid("entry"), "data-seq") if seq is not None]
 
 
 async def wait_entries_match_store(

@@ -40,12 +40,16 @@ async def test_claude_code_answers_a_turn_typed_in_the_browser(
     bridge = await pair(browser, claude_daemon)
     session = await create_session(browser, bridge)
     await send(browser, "[[think: weighing it]] [[reply: **hello** from claude in the browser]]")
-    await browser.wait_for(tid("entry"), text="from claude in the browser", timeout=CLAUDE_WAIT)
+    # The user's line shows the asterisks; only the rendered reply reads "hello from claude".
+    await browser.wait_for(
+        tid("entry"), text="hello from claude in the browser", timeout=CLAUDE_WAIT
+    )
     await browser.wait_for(tid("outbox-item", state="confirmed"), state="attached", timeout=WAIT)
     # Markdown is rendered (bold), as text nodes: the asterisks are gone, the words are there.
     texts = await browser.texts(tid("entry", entry_type="text"))
-    reply = [t for t in texts if "from claude in the browser" in t and "[[reply" not in t]
+    reply = [t for t in texts if "hello from claude in the browser" in t]
     assert reply and "**" not in reply[-1], texts
+    assert await browser.count(f"{tid('entry', entry_type='text')} strong", text="hello") == 1
     await browser.wait_for(tid("entry", entry_type="thinking"), state="attached", timeout=WAIT)
     assert mock_api.message_requests(), "the CLI never asked the mock API"
     await wait_entries_match_store(browser, claude_daemon, session, timeout=CLAUDE_WAIT)

@@ -46,7 +46,7 @@ async def test_a_reload_keeps_the_key_and_the_transcript(
     await browser.wait_for(tid("entry"), text="line 5 of 5", timeout=WAIT)
     assert await entry_seqs(browser) == before
     await shoot(browser, "reloaded")
-    await browser.wait_for(f"{tid('presence', presence='online')}", timeout=WAIT)
+    await browser.wait_for(tid("presence", presence="online"), state="attached", timeout=WAIT)
     # Still the same phone to the bridge: a new input goes through on the restored key.
     await send(browser, "after the reload")
     await browser.wait_for(tid("entry"), text="echo: after the reload", timeout=WAIT)

@@ -48,7 +48,7 @@ async def test_kill_9_mid_turn_then_restart_catches_up_gap_free(
     await shoot(browser, "bridge-killed")
 
     await daemon.start()
-    await browser.wait_for(tid("presence", presence="online"), timeout=WAIT)
+    await browser.wait_for(tid("presence", presence="online"), state="attached", timeout=WAIT)
     await browser.wait_for(tid("entry"), text=f"line {LINES} of {LINES}", timeout=120)
     shown = await wait_entries_match_store(browser, daemon, session, timeout=120)
     assert len(shown) > len(shown_at_kill)

@@ -53,7 +53,7 @@ async def test_a_permission_card_is_answered_with_allow(
     await send(browser, 'ask Bash {"command": "make build"}')
     await browser.wait_for(tid("card-permission"), timeout=WAIT)
     await shoot(browser, "permission-card")
-    request = await browser.attr(tid("card-permission"), "request-id")
+    request = await browser.attr(tid("card-permission"), "data-request-id")
     assert request
     await browser.click(tid("card-allow"))
     await browser.wait_for(tid("entry"), text="allowed Bash", timeout=WAIT)
