@@ -74,9 +74,9 @@ export function SessionScreen({ bridgeId, sessionId }: { bridgeId: string; sessi
     }
   }
   useEffect(() => {
-    if (!client || turnEnd < 0) return;
-    if (lastTurnEnd.current >= 0 && turnEnd > lastTurnEnd.current) void client.requestUsage(sessionId).catch(() => undefined);
+    if (!client || turnEnd <= lastTurnEnd.current) return;
     lastTurnEnd.current = turnEnd;
+    void client.requestUsage(sessionId).catch(() => undefined);
   }, [client, sessionId, turnEnd]);
 
   useChanges({ bridgeId, topics: ["sessions"] });
