@@ -195,8 +195,8 @@ def render_web_pair(web_url: str | None, out: TextIO) -> str:
         return WEB_ELSEWHERE + "\n"
     url = safe_text(web_url, limit=4000)
     parts = [
-        "Or, without the app: open this link in the phone's browser (its camera app opens it "
-        "from this QR code):\n\n"
+        "Or, without the app: point the phone's camera at this QR code to open CodeDeck Web in "
+        "its browser (or open the link):\n\n"
     ]
     try:
         parts.append(render_qr(url, out))

@@ -112,7 +112,7 @@ async def test_pair_draws_the_web_links_qr_code_and_says_plain_lan_http_gets_no_
 ) -> None:
     out = await pair_output(home, WebHandler(LAN_LINK), capsys)
     codedeck = out.index("codedeck://pair?")
-    web = out.index("Or, without the app: open this link in the phone's browser")
+    web = out.index("Or, without the app: point the phone's camera at this QR code")
     assert codedeck < web
     assert qr_text(LAN_LINK) in out[web:]  # the web link's own QR code
     assert f"\n{LAN_LINK}\n" in out
