@@ -116,6 +116,7 @@ export class BridgeClientImpl implements BridgeClient {
     this.lastStoredSeen = row.lastStoredSeen;
     this.machineInfo = row.machine;
     this.lastHeartbeatAt = row.lastHeartbeatAt;
+    this.heartbeatAt = Math.min(Date.now(), row.lastHeartbeatAt * 1000);
     for (const view of row.sessions) this.sessionViews.set(view.info.id, view);
     this.tombstones = [...row.tombstones];
     this.forgotten = new Set(row.forgotten);
@@ -294,13 +295,15 @@ export class BridgeClientImpl implements BridgeClient {
       console.warn(`bridge ${this.record.id.slice(0, 8)}: event ${event.id.slice(0, 8)} is not addressed to this device`);
       return;
     }
-    if (this.seen.has(event.id)) return;
+    // Heartbeats are exempt: the stored one replayed after a reload says the bridge is up, and
+    // applying it again changes nothing else (an older one is ignored).
+    if (event.kind !== SESSION_LIST_KIND && this.seen.has(event.id)) return;
     const copy = { id: event.id, pubkey: event.pubkey, created_at: event.created_at, kind: event.kind, tags: event.tags, content: event.content, sig: event.sig };
     if (!verifyEvent(copy)) {
       console.warn(`bridge ${this.record.id.slice(0, 8)}: event ${event.id.slice(0, 8)} has a bad signature`);
       return;
     }
-    this.markSeen(event.id);
+    if (!this.seen.has(event.id)) this.markSeen(event.id);
     if (event.kind === RESPONSE_KIND && event.created_at > this.lastStoredSeen) this.lastStoredSeen = event.created_at;
     this.persist();
     let plaintext: string;
@@ -464,7 +467,7 @@ export class BridgeClientImpl implements BridgeClient {
     this.lastHeartbeatAt = createdAt;
     const now = Date.now();
     // A stored heartbeat replayed at subscribe time is as old as its created_at says.
-    this.heartbeatAt = this.heartbeatEose.has(relay) ? now : Math.min(now, createdAt * 1000);
+    this.heartbeatAt = this.heartbeatEose.has(relay) ? now : Math.max(this.heartbeatAt, Math.min(now, createdAt * 1000));
     const machine: MachineInfo = {
       machine: message.machine, protocolVersion: message.protocolVersion,
       capabilities: message.capabilities ?? [], folders: message.folders ?? [], roots: message.roots ?? [],
