@@ -3,7 +3,8 @@
 Pure modules, re-exported here: ``classes`` (NIP-01 storage classes), ``nip11`` (the information
 document and the limits it announces) and ``session`` (one client's frames and subscriptions,
 sans-I/O). The I/O modules ``storage`` (SQLite) and ``server`` (websockets) are imported by
-their module path, so that importing this package stays free of I/O.
+their module path, so that importing this package stays free of I/O; so is ``site`` (the static
+files a server may answer plain HTTP GETs with, and their headers), which only a server uses.
 
 Why a relay of our own: the embedded relay must be as good as the daemon behind it, and the
 first candidate (rust-nostr's LocalRelay) was not — ARCHITECTURE §7 and README "Choosing
