@@ -5,27 +5,16 @@ import { useEffect, useState } from "preact/hooks";
 import type { ClientRegistry } from "../core/api";
 import { Home } from "./home";
 import { PairScreen } from "./pair";
+import { parsePushPayload, pushTitle } from "./pushpayload";
 import { parseRoute, type Route } from "./route";
 import { SessionScreen } from "./session";
 import { RegistryContext } from "./state";
 
-const REASONS: Record<string, string> = {
-  approval: "approval waiting",
-  plan: "plan to approve",
-  question: "question for you",
-  "turn-ended": "turn finished",
-  "session-died": "session stopped",
-};
-
 /** A notice from the service worker (a push that came while this page is visible). */
 export function pushNotice(data: unknown): string | null {
-  if (!data || typeof data !== "object") return null;
-  const d = data as Record<string, unknown>;
-  if (d["type"] !== "codedeck-push" || typeof d["reason"] !== "string") return null;
-  const words = REASONS[d["reason"]];
-  if (!words) return null;
-  const machine = typeof d["machine"] === "string" ? d["machine"].slice(0, 64) : "A machine";
-  return `${machine}: ${words}`;
+  if (!data || typeof data !== "object" || (data as Record<string, unknown>)["type"] !== "codedeck-push") return null;
+  const facts = parsePushPayload({ ...(data as Record<string, unknown>), v: 1 });
+  return facts ? pushTitle(facts) : null;
 }
 
 function useRoute(): Route {
