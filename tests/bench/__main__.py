@@ -4,6 +4,8 @@ Usage (from the repository root)::
 
     python -m tests.bench              # all modules; writes docs/BENCHMARKS.md
     python -m tests.bench crypto       # only modules whose name contains "crypto"; no file
+    python -m tests.bench --merge web  # only those; their rows and notes replace their groups'
+                                       # in docs/BENCHMARKS.md, the other groups' stay
 
 A module that fails is shown as failed in the table; the others still run.
 """
@@ -141,8 +143,48 @@ def document(results: Sequence[ModuleResult], lines: Sequence[str]) -> str:
     return "\n".join(parts)
 
 
+def _group(row_line: str) -> str:
+    return row_line.split("|")[1].strip()
+
+
+def merge(existing: str, results: Sequence[ModuleResult], lines: Sequence[str]) -> str:
+    """`existing` (a BENCHMARKS.md) with the groups of `results` replaced by their new rows/notes.
+
+    A module can be re-measured alone (the browser's, say, on a machine where the hour-long full
+    run would disturb others) without losing the other groups' numbers: their rows and notes stay
+    as they were, and a note says which groups were measured when.
+    """
+    groups = {row.group for result in results for row in result.rows}
+    new_rows = [line for line in lines[2:] if _group(line) in groups]
+    new_notes = [f"- {note}" for result in results for note in result.notes]
+    now = dt.datetime.now(dt.UTC).strftime("%Y-%m-%d %H:%M UTC")
+    stamp = f"- {', '.join(sorted(groups))}: measured {now} (`python -m tests.bench --merge`)"
+    out: list[str] = []
+    in_table = False
+    for line in existing.splitlines():
+        is_row = line.startswith("| ") and not line.startswith("| group |")
+        if is_row and _group(line) in groups:
+            in_table = True
+            continue
+        if in_table and not is_row:
+            out.extend(new_rows)
+            in_table = False
+        elif is_row:
+            in_table = True
+        if line.startswith("- ") and any(line.startswith(f"- {group}") for group in groups):
+            continue
+        out.append(line)
+    if in_table:
+        out.extend(new_rows)
+    while out and not out[-1].strip():
+        out.pop()
+    return "\n".join([*out, *new_notes, stamp, ""])
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     filters = list(sys.argv[1:] if argv is None else argv)
+    merging = "--merge" in filters
+    filters = [f for f in filters if f != "--merge"]
     names = discover(filters)
     if not names:
         print(f"no benchmark module matches {filters}", file=sys.stderr)
@@ -157,6 +199,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         OUTPUT.parent.mkdir(parents=True, exist_ok=True)
         OUTPUT.write_text(document(results, lines), encoding="utf-8")
         print(f"\nwrote {OUTPUT.relative_to(REPO_ROOT)}", file=sys.stderr)
+    elif merging and OUTPUT.exists() and not any(result.error for result in results):
+        OUTPUT.write_text(merge(OUTPUT.read_text(encoding="utf-8"), results, lines), "utf-8")
+        print(f"\nmerged into {OUTPUT.relative_to(REPO_ROOT)}", file=sys.stderr)
     return 1 if any(result.error for result in results) else 0
 
 
