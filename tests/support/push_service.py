@@ -185,6 +185,8 @@ class PushService:
         self.received: list[ReceivedPush] = []
         self.refused: list[str] = []
         self.gone: set[str] = set()
+        self.gone_answers: list[str] = []
+        """The subscriptions a push was answered 410 for, once per request."""
         self._subscriptions: dict[str, BrowserSubscription] = {}
         self._runner: web.AppRunner | None = None
         self._changed = asyncio.Event()
@@ -208,7 +210,7 @@ class PushService:
         await self._runner.setup()
         site = web.TCPSite(self._runner, "127.0.0.1", 0)
         await site.start()
-        server = site._server  # noqa: SLF001 - the bound port of port 0
+        server = site._server
         assert server is not None and server.sockets
         self.port = server.sockets[0].getsockname()[1]
 
@@ -265,6 +267,7 @@ class PushService:
         if subscription is None:
             return self._refuse(404, f"no subscription {sub_id}")
         if sub_id in self.gone:
+            self.gone_answers.append(sub_id)
             return web.Response(status=410)
         try:
             claims, key = verify_vapid(
