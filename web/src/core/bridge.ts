@@ -30,7 +30,8 @@ const SEEN_CAPACITY = 5000;
 const TOMBSTONE_CAPACITY = 200;
 const OPENED_CAPACITY = 30;
 const REPLY_TIMEOUT_MS = 30_000;
-const SYNC_IDLE_MS = 60_000;
+const SYNC_IDLE_MS = 30_000;
+const SYNC_IDLE_RETRIES = 2;
 const RESEND_SAME_EVENT_S = 240;
 
 export const SUB_HEARTBEAT = "cd-sessions";
@@ -89,7 +90,7 @@ export class BridgeClientImpl implements BridgeClient {
   private pendings: PendingSession[] = [];
   private transcripts = new Map<string, Transcript>();
   private loading = new Map<string, Promise<void>>();
-  private trackers = new Map<string, { tracker: SyncTracker; activeAt: number }>();
+  private trackers = new Map<string, { tracker: SyncTracker; activeAt: number; retries: number }>();
   private syncTimers = new Map<string, ReturnType<typeof setTimeout>>();
   private outboxItems = new Map<string, StoredOutbox>();
   private usageBySession = new Map<string, UsageData>();
@@ -594,11 +595,15 @@ export class BridgeClientImpl implements BridgeClient {
     }, delayMs));
   }
 
-  /** A new sync for the session (or a new request within the running one). */
-  private startSync(sessionId: string): void {
+  /**
+   * A new sync for the session, or a new request within the running one. `fresh` (after a
+   * reconnect, or a sync that went quiet) starts over: a request sent on a connection that died
+   * may never have reached the bridge, and the tracker would wait for its sync-begin forever.
+   */
+  private startSync(sessionId: string, fresh = false, retries = 0): void {
     const active = this.trackers.get(sessionId);
-    if (active === undefined || active.tracker.done) {
-      this.trackers.set(sessionId, { tracker: new SyncTracker(sessionId), activeAt: Date.now() });
+    if (fresh || active === undefined || active.tracker.done) {
+      this.trackers.set(sessionId, { tracker: new SyncTracker(sessionId), activeAt: Date.now(), retries });
       this.emit("sync", sessionId);
     }
     this.sendSyncRequest(sessionId);
@@ -625,7 +630,7 @@ export class BridgeClientImpl implements BridgeClient {
       for (const sessionId of this.opened) {
         void this.load(sessionId).then(() => {
           if (!this.sessionViews.has(sessionId) && this.tombstones.includes(sessionId)) return;
-          this.startSync(sessionId);
+          this.startSync(sessionId, true);
         });
       }
       this.republishPending();
@@ -636,9 +641,14 @@ export class BridgeClientImpl implements BridgeClient {
     const now = Date.now();
     for (const [sessionId, active] of this.trackers) {
       if (!active.tracker.done && now - active.activeAt > SYNC_IDLE_MS) {
-        console.warn(`session ${sessionId}: sync got no answer for ${SYNC_IDLE_MS / 1000} s; it ends incomplete`);
         active.tracker.done = true;
-        this.emit("sync", sessionId);
+        if (active.retries < SYNC_IDLE_RETRIES && this.pool.anyConnected()) {
+          console.warn(`session ${sessionId}: sync got no answer for ${SYNC_IDLE_MS / 1000} s; asking again`);
+          this.startSync(sessionId, true, active.retries + 1);
+        } else {
+          console.warn(`session ${sessionId}: sync got no answer for ${SYNC_IDLE_MS / 1000} s; it ends incomplete`);
+          this.emit("sync", sessionId);
+        }
       }
     }
     this.updatePresence();

@@ -17,6 +17,12 @@ const pairLink = () => {
   return "#" + JSON.parse(out).webUrl.split("#")[1];
 };
 const fragment = pairLink();
+const paired = [];
+const unpairAll = () => {
+  for (const npub of paired) {
+    execFileSync(join(here, "..", "..", "..", ".venv", "bin", "codedeck-bridge"), ["--home", home, "unpair", npub], { stdio: "ignore" });
+  }
+};
 const lines = Number(process.argv[3] ?? 50);
 const bundle = await build({ entryPoints: [join(here, "harness.ts")], bundle: true, format: "esm", write: false, target: "es2022" });
 const js = bundle.outputFiles[0].text;
@@ -42,13 +48,14 @@ try {
   await page.goto(origin);
   await page.waitForFunction(() => globalThis.core !== undefined);
   const t0 = Date.now();
-  const paired = await page.evaluate(async (fragment) => {
+  const first = await page.evaluate(async (fragment) => {
     const registry = await globalThis.core.openRegistry();
     globalThis.registry = registry;
     const client = await registry.pairFromFragment(fragment, "live test");
-    return { id: client.record.id, relays: client.record.relays, machine: client.record.machine };
+    return { id: client.record.id, relays: client.record.relays, machine: client.record.machine, npub: client.phoneNpub };
   }, fragment);
-  console.log("paired in", Date.now() - t0, "ms", paired);
+  paired.push(first.npub);
+  console.log("paired in", Date.now() - t0, "ms", first);
   const result = await page.evaluate(async ({ id, lines }) => {
     const client = globalThis.registry.get(id);
     const until = async (what, check, ms = 30000) => {
@@ -80,7 +87,7 @@ try {
     await client.requestUsage(sid);
     await until("usage", () => client.usage(sid), 10000).catch(() => null);
     return { sid, entries: client.transcript(sid).length, streamed, folder, usage: client.usage(sid), machine: client.machine(), outbox: client.outbox(sid), state: client.sessions().find((s) => s.info.id === sid) };
-  }, { id: paired.id, lines });
+  }, { id: first.id, lines });
   console.log("session", result.sid, "entries", result.entries, "streamed in", result.streamed, "ms");
   console.log("folder", JSON.stringify(result.folder), "usage", JSON.stringify(result.usage));
   console.log("caps", result.machine.capabilities.join(","), "pushKey", Boolean(result.machine.pushKey));
@@ -96,7 +103,7 @@ try {
     const end = Date.now() + 30000;
     while (client.syncing(sid) && Date.now() < end) await new Promise((r) => setTimeout(r, 20));
     return { registryMs: opened - t0, loadMs: loaded - opened, syncedMs: performance.now() - opened, entries: client.transcript(sid).length, sessions: client.sessions().length, presence: client.presence() };
-  }, { id: paired.id, sid: result.sid });
+  }, { id: first.id, sid: result.sid });
   console.log("after reload", JSON.stringify(reloaded));
   if (process.argv[4]) {
     const second = pairLink();
@@ -115,11 +122,40 @@ try {
       const t1 = performance.now();
       await client.open(sid);
       while (client.transcript(sid).length < want && Date.now() < end) await new Promise((r) => setTimeout(r, 20));
-      return { paired, syncMs: performance.now() - t1, entries: client.transcript(sid).length, syncing: client.syncing(sid) };
+      return { npub: client.phoneNpub, paired, syncMs: performance.now() - t1, entries: client.transcript(sid).length, syncing: client.syncing(sid) };
     }, { fragment: second, sid: result.sid, want: result.entries });
+    paired.push(synced.npub);
     console.log("second device", JSON.stringify(synced));
   }
+  if (process.env.RESTART_CMD) {
+    // kill -9 the bridge mid-turn, start it again: the page must reconnect and catch up gap-free.
+    const t = Date.now();
+    await page.evaluate(async ({ id, sid }) => {
+      const registry = await globalThis.core.openRegistry();
+      globalThis.registry = registry;
+      const client = registry.get(id);
+      await client.open(sid);
+      await client.input(sid, "lines 3000");
+    }, { id: first.id, sid: result.sid });
+    await new Promise((r) => setTimeout(r, 700));
+    execFileSync("sh", ["-c", process.env.KILL_CMD]);
+    console.log("killed the bridge at", Date.now() - t, "ms");
+    await new Promise((r) => setTimeout(r, 1500));
+    execFileSync("sh", ["-c", process.env.RESTART_CMD]);
+    console.log("restarted the bridge at", Date.now() - t, "ms");
+    const caught = await page.evaluate(async ({ id, sid }) => {
+      const client = globalThis.registry.get(id);
+      const end = Date.now() + 90000;
+      const done = () => client.transcript(sid).some((i) => i.entry.content === "line 3000 of 3000");
+      while (!(done() && !client.syncing(sid)) && Date.now() < end) await new Promise((r) => setTimeout(r, 50));
+      const seqs = client.transcript(sid).map((i) => i.seq);
+      const gaps = seqs.filter((s, i) => i > 0 && s !== seqs[i - 1] + 1).length;
+      return { done: done(), entries: seqs.length, first: seqs[0], last: seqs[seqs.length - 1], gaps, presence: client.presence(), outbox: client.outbox(sid).map((o) => o.state) };
+    }, { id: first.id, sid: result.sid });
+    console.log("after kill -9", Date.now() - t, "ms", JSON.stringify(caught));
+  }
 } finally {
+  unpairAll();
   await browser.close();
   server.close();
 }
