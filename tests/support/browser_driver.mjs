@@ -42,6 +42,8 @@ const ARGS = [
   "--disable-component-update",
   "--disable-sync",
   "--disable-default-apps",
+  "--disable-breakpad",
+  "--disable-crash-reporter",
   "--disable-features=Translate,MediaRouter,OptimizationHints",
 ];
 

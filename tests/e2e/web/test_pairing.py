@@ -2,6 +2,14 @@
 
 from __future__ import annotations
 
+import functools
+import http.server
+import threading
+from collections.abc import Iterator
+
+import pytest
+
+from bridge.webclient import STATIC_DIR
 from tests.e2e.web.conftest import Shoot
 from tests.e2e.web.steps import (
     WAIT,
@@ -15,6 +23,8 @@ from tests.e2e.web.steps import (
 )
 from tests.support.browser import Browser
 from tests.support.daemon import DaemonProcess
+from tests.support.phone_pairing import parse_pairing_url
+from tests.support.web_pairing import open_pairing_link, web_link
 
 
 async def test_the_pairing_link_pairs_and_the_token_leaves_the_url(
@@ -56,3 +66,68 @@ async def test_a_reload_keeps_the_key_and_the_transcript(
     # And a page opened at the bare address (no fragment) is the same client.
     await browser.goto(base_url(daemon))
     await browser.wait_for(tid("bridge-item", bridge_id=bridge), timeout=WAIT)
+
+
+@pytest.fixture
+def static_host() -> Iterator[str]:
+    """The shipped app's files served by a plain static server on 127.0.0.1 (its base URL):
+    CodeDeck Web hosted apart from the bridge, as ``deploy/web/`` describes."""
+    handler = functools.partial(_QuietFiles, directory=str(STATIC_DIR))
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_port}/"
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+class _QuietFiles(http.server.SimpleHTTPRequestHandler):
+    def log_message(self, format: str, *args: object) -> None:
+        pass
+
+
+async def test_hosted_apart_the_transcript_shows_from_this_device_while_the_bridge_is_down(
+    daemon: DaemonProcess, browser: Browser, shoot: Shoot, static_host: str
+) -> None:
+    opened = await daemon.call("pair.open", duration=600)
+    bridge = parse_pairing_url(opened["url"]).bridge_pubkey
+    await open_pairing_link(
+        browser, web_link(static_host, opened["url"]), bridge, "Apart", timeout=WAIT
+    )
+    session = await create_session(browser, bridge)
+    await send(browser, "lines 8")
+    await browser.wait_for(tid("entry"), text="line 8 of 8", timeout=WAIT)
+    before = await wait_entries_match_store(browser, daemon, session)
+    daemon.kill()  # the relay goes with it: nothing can be synced now
+    await browser.reload()
+    await browser.wait_for(tid("entry"), text="line 8 of 8", timeout=WAIT)
+    assert await entry_seqs(browser) == before  # from IndexedDB alone
+    assert await browser.count(tid("presence", presence="online")) == 0
+    assert await browser.count(tid("pair-screen")) == 0
+    await shoot(browser, "offline-reload")
+    await daemon.start()
+    await browser.wait_for(tid("presence", presence="online"), state="attached", timeout=WAIT)
+    await send(browser, "back again")
+    await browser.wait_for(tid("entry"), text="echo: back again", timeout=WAIT)
+    await wait_entries_match_store(browser, daemon, session)
+
+
+async def test_pairing_by_npub(daemon: DaemonProcess, browser: Browser, shoot: Shoot) -> None:
+    await browser.goto(base_url(daemon))
+    await browser.wait_for(tid("manual-pair"), state="attached", timeout=WAIT)
+    if not await browser.visible(tid("manual-pair-npub")):
+        await browser.click(f"{tid('manual-pair')} summary")
+    await browser.wait_for(tid("my-npub"), text="npub1", timeout=WAIT)
+    mine = (await browser.text(tid("my-npub"))).strip()
+    await daemon.call("pair.npub", npub=mine, label="Chromium by npub")
+    bridge = daemon.keypair()
+    await browser.fill(tid("manual-pair-npub"), bridge.npub)
+    await browser.fill(tid("manual-pair-relays"), base_url(daemon).replace("http://", "ws://"))
+    await browser.click(tid("manual-pair-submit"))
+    item = tid("bridge-item", bridge_id=bridge.public_hex)
+    await browser.wait_for(f"{item} {tid('presence', presence='online')}", timeout=WAIT)
+    await shoot(browser, "paired-by-npub")
+    [phone] = await daemon.call("phones.list")
+    assert phone["label"] == "Chromium by npub"

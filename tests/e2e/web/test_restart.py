@@ -59,3 +59,29 @@ async def test_kill_9_mid_turn_then_restart_catches_up_gap_free(
     await browser.wait_for(tid("entry"), text="echo: after the restart", timeout=WAIT)
     await wait_entries_match_store(browser, daemon, session)
     assert all(count == 1 for count in daemon.executions().values())
+
+
+async def test_an_input_typed_while_the_bridge_is_down_goes_out_once_it_is_back(
+    daemon: DaemonProcess, browser: Browser, shoot: Shoot
+) -> None:
+    bridge = await pair(browser, daemon)
+    session = await create_session(browser, bridge)
+    await send(browser, "before")
+    await browser.wait_for(tid("entry"), text="echo: before", timeout=WAIT)
+    daemon.kill()
+    await browser.wait_for(tid("presence", presence="online"), state="detached", timeout=WAIT)
+    await send(browser, "typed offline")
+    item = f"{tid('outbox-item')}:has-text('typed offline')"
+    await browser.wait_for(item, state="attached", timeout=WAIT)
+    state = await browser.attr(item, "data-state")
+    assert state in ("pending", "published"), state  # not confirmed: nobody could ack it
+    await shoot(browser, "typed-offline")
+    await daemon.start()
+    await browser.wait_for(tid("entry"), text="echo: typed offline", timeout=60)
+    await browser.wait_for(
+        f"{tid('outbox-item', state='confirmed')}:has-text('typed offline')",
+        state="attached",
+        timeout=WAIT,
+    )
+    await wait_entries_match_store(browser, daemon, session)
+    assert sorted(daemon.executions().values()) == [1, 1]  # each input reached the agent once
