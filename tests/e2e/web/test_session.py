@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 
+from bridge.agents.scripted import INTERRUPTED_TEXT
 from tests.e2e.web.conftest import Shoot
 from tests.e2e.web.steps import (
     WAIT,
@@ -97,3 +98,39 @@ async def test_a_question_card_is_answered_with_an_option(
     assert "Blue" in answered[-1], answered
     shown = await wait_entries_match_store(browser, daemon, session)
     assert shown == sorted(set(await entry_seqs(browser)))
+
+
+PLAN = {"plan": "# Plan\n\n1. Write the *failing* test\n2. Make it pass"}
+
+
+async def test_a_plan_card_is_approved(
+    daemon: DaemonProcess, browser: Browser, shoot: Shoot
+) -> None:
+    bridge = await pair(browser, daemon)
+    session = await create_session(browser, bridge)
+    await send(browser, f"ask ExitPlanMode {json.dumps(PLAN)}")
+    await browser.wait_for(tid("card-plan"), timeout=WAIT)
+    await browser.wait_for(tid("entry"), text="Make it pass", timeout=WAIT)
+    await shoot(browser, "plan-card")
+    await browser.click(tid("plan-1"))
+    await browser.wait_for(tid("entry"), text="allowed ExitPlanMode", timeout=WAIT)
+    await browser.wait_for(tid("card-plan"), state="detached", timeout=WAIT)
+    await browser.wait_for_function(
+        "document.querySelector('[data-testid=mode-select]')?.value === 'acceptEdits'",
+        timeout=WAIT,
+    )
+    await wait_entries_match_store(browser, daemon, session)
+
+
+async def test_interrupt_ends_a_running_turn(
+    daemon: DaemonProcess, browser: Browser, shoot: Shoot
+) -> None:
+    bridge = await pair(browser, daemon)
+    session = await create_session(browser, bridge)
+    await send(browser, "slow 60")
+    await browser.wait_for(tid("outbox-item", state="confirmed"), state="attached", timeout=WAIT)
+    await browser.wait_for(tid("interrupt"), timeout=WAIT)
+    await browser.click(tid("interrupt"))
+    await browser.wait_for(tid("entry"), text=INTERRUPTED_TEXT, timeout=WAIT)
+    await shoot(browser, "interrupted")
+    await wait_entries_match_store(browser, daemon, session)
