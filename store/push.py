@@ -136,13 +136,12 @@ async def delete_subscription(db: BridgeDatabase, phone: str, endpoint: str) -> 
 
 
 async def load_subscriptions(
-    db: BridgeDatabase, phones: frozenset[str] | None = None
+    db: BridgeDatabase, phone: str | None = None
 ) -> list[StoredSubscription]:
-    """The subscriptions, oldest first; only those of `phones` when given."""
-    rows = await db.fetchall(
-        "SELECT phone, endpoint, p256dh, auth FROM push_subscriptions ORDER BY id"
-    )
-    found = [StoredSubscription(str(p), str(e), str(k), str(a)) for p, e, k, a in rows]
-    if phones is None:
-        return found
-    return [s for s in found if s.phone in phones]
+    """The subscriptions, oldest first; only those of `phone` when given."""
+    select = "SELECT phone, endpoint, p256dh, auth FROM push_subscriptions"
+    if phone is None:
+        rows = await db.fetchall(f"{select} ORDER BY id")
+    else:
+        rows = await db.fetchall(f"{select} WHERE phone = ? ORDER BY id", (phone,))
+    return [StoredSubscription(str(p), str(e), str(k), str(a)) for p, e, k, a in rows]

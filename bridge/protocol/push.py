@@ -55,8 +55,8 @@ class PushSubscription(WireModel):
 
 
 class PushPayload(WireModel):
-    """The JSON a push carries, after the push service decrypted nothing (it cannot) and the
-    browser decrypted it for the service worker."""
+    """The JSON a push carries: what the service worker reads once the browser decrypted it (the
+    push service only ever holds the ciphertext)."""
 
     v: PositiveInt
     bridge: NonEmptyStr

@@ -83,10 +83,6 @@ class Coalescer:
             del self._open[batch.phone]
         return closed
 
-    def forget(self, phone: str) -> None:
-        """Drop a phone's open window (it was unpaired)."""
-        self._open.pop(phone, None)
-
 
 def summarize(
     events: Sequence[Wake], card_open: Callable[[str, str], bool]

@@ -84,9 +84,11 @@ async def send_push(
     }
     try:
         async with asyncio.timeout(timeout):
-            async with session.post(endpoint, data=body, headers=headers) as response:
+            # No redirect: the token names this push service; its answer's body is not read.
+            async with session.post(
+                endpoint, data=body, headers=headers, allow_redirects=False
+            ) as response:
                 status = response.status
-                await response.read()
     except TimeoutError:
         return Sent(Outcome.FAILED, None, f"no answer within {timeout:.0f} s")
     except aiohttp.ClientError as exc:

@@ -49,10 +49,3 @@ def test_a_card_answered_before_the_window_closed_is_left_out() -> None:
     assert summarize(events, lambda s, r: (s, r) not in answered) == ("turn-ended", 1)
     only_card = [Wake(A, "plan", ("s", "r1"))]
     assert summarize(only_card, lambda s, r: (s, r) not in answered) is None
-
-
-def test_forgetting_a_phone_drops_its_window() -> None:
-    coalescer = Coalescer(5.0)
-    coalescer.add(Wake(A, "turn-ended"), 0.0)
-    coalescer.forget(A)
-    assert coalescer.due(10.0) == []

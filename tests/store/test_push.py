@@ -44,13 +44,11 @@ async def test_a_phone_keeps_its_newest_ten(db: BridgeDatabase) -> None:
         await add(db, A, f"https://push.example/{n}")
     await add(db, B, "https://push.example/b")
     await add(db, A, "https://push.example/3")  # subscribed again: now the newest
-    endpoints = [s.endpoint for s in await load_subscriptions(db, frozenset({A}))]
+    endpoints = [s.endpoint for s in await load_subscriptions(db, A)]
     assert len(endpoints) == MAX_SUBSCRIPTIONS_PER_PHONE
     assert endpoints[-1] == "https://push.example/3"
     assert "https://push.example/0" not in endpoints and "https://push.example/4" in endpoints
-    assert [s.endpoint for s in await load_subscriptions(db, frozenset({B}))] == [
-        "https://push.example/b"
-    ]
+    assert [s.endpoint for s in await load_subscriptions(db, B)] == ["https://push.example/b"]
 
 
 async def test_an_endpoint_belongs_to_the_phone_that_subscribed_it_last(

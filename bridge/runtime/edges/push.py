@@ -174,7 +174,7 @@ class PushEdge:
         summary = summarize(batch.events, self._card_open)
         if summary is None:
             return
-        subscriptions = await load_subscriptions(self._db, frozenset({phone}))
+        subscriptions = await load_subscriptions(self._db, phone)
         if not subscriptions:
             return
         reason, count = summary
