@@ -138,7 +138,10 @@ function BridgePanel({ bridgeId, selected }: { bridgeId: string; selected: strin
         <PresenceDot presence={presence} />
         <h2>{name}</h2>
         <span class="small muted">{presence === "offline" && machine?.machineOffline ? "stopped" : presence}{Object.keys(relays).length ? ` · ${up}/${Object.keys(relays).length} relays` : ""}</span>
-        <button type="button" class="btn small ghost end" onClick={forget}>Forget</button>
+        <span class="end">
+          <button type="button" class="btn small ghost" onClick={() => void client.refresh().catch(() => undefined)} title="Ask the machine for its session list">Refresh</button>
+          <button type="button" class="btn small ghost" onClick={forget}>Forget</button>
+        </span>
       </header>
       <PushControl client={client} />
       <ul class="session-list" data-testid="session-list">
@@ -188,7 +191,7 @@ function ManualPair({ open }: { open: boolean }) {
     <details class="manual-pair panel" data-testid="manual-pair" open={open}>
       <summary>Pair by npub</summary>
       <p class="small">On the machine, run:</p>
-      <pre class="mono cmd" data-testid="my-npub">{mine ? `codedeck-bridge pair --npub ${mine}` : "making a key…"}</pre>
+      <pre class="mono cmd">codedeck-bridge pair --npub <span data-testid="my-npub">{mine ?? "…"}</span></pre>
       <p class="small">then enter the bridge's npub and relays it printed:</p>
       <form onSubmit={submit}>
         <label class="field" for="mp-npub">

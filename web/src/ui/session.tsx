@@ -1,5 +1,6 @@
 // A session: its header, the transcript, the cards it waits on and the composer. Opening it asks
 // the core to load and sync the transcript; usage is asked for on open and after each turn.
+import { Component } from "preact";
 import { useEffect, useLayoutEffect, useRef } from "preact/hooks";
 import type { BridgeClient, TranscriptItem } from "../core/api";
 import { agentOf, MODE_LABEL, STATE_LABEL, stateClass, sessionTitle } from "./agent";
@@ -8,6 +9,30 @@ import { Composer } from "./composer";
 import { Entry } from "./entry";
 import { PresenceDot } from "./presence";
 import { useBridge, useChanges } from "./state";
+
+const BLOCK = 64;
+
+function blocks(items: TranscriptItem[]): TranscriptItem[][] {
+  const out: TranscriptItem[][] = [];
+  for (let i = 0; i < items.length; i += BLOCK) out.push(items.slice(i, i + BLOCK));
+  return out;
+}
+
+/** A run of rows that re-renders only when one of its items changed: an entry appended to a long
+ * transcript touches the last block, not every row. */
+class Block extends Component<{ items: TranscriptItem[] }> {
+  override shouldComponentUpdate(next: { items: TranscriptItem[] }): boolean {
+    const a = this.props.items;
+    const b = next.items;
+    if (a.length !== b.length) return true;
+    for (let i = 0; i < a.length; i++) if (a[i]!.seq !== b[i]!.seq || a[i]!.entry !== b[i]!.entry) return true;
+    return false;
+  }
+
+  override render() {
+    return <div class="blk">{this.props.items.map((item) => <Entry key={item.seq} item={item} />)}</div>;
+  }
+}
 
 function Transcript({ items }: { items: TranscriptItem[] }) {
   const scroller = useRef<HTMLDivElement>(null);
@@ -26,9 +51,20 @@ function Transcript({ items }: { items: TranscriptItem[] }) {
   return (
     <div class="transcript" data-testid="transcript" ref={scroller} onScroll={onScroll} role="log" aria-live="polite" aria-relevant="additions">
       {items.length === 0 ? <div class="empty muted">No messages yet.</div> : null}
-      {items.map((item) => <Entry key={item.seq} item={item} />)}
+      {blocks(items).map((block, i) => <Block key={i} items={block} />)}
     </div>
   );
+}
+
+/** The transcript re-renders only when the core hands out a new list (it caches it between changes). */
+class StableTranscript extends Component<{ items: TranscriptItem[] }> {
+  override shouldComponentUpdate(next: { items: TranscriptItem[] }): boolean {
+    return next.items !== this.props.items;
+  }
+
+  override render() {
+    return <Transcript items={this.props.items} />;
+  }
 }
 
 function Meters({ client, sessionId, percent }: { client: BridgeClient; sessionId: string; percent: number | undefined }) {
@@ -129,7 +165,7 @@ export function SessionScreen({ bridgeId, sessionId }: { bridgeId: string; sessi
         <button type="button" class="btn small ghost" onClick={closeSession} title="Close this session on the machine">Close</button>
       </header>
       <Meters client={client} sessionId={sessionId} percent={info.contextPercentage} />
-      <Transcript items={items} />
+      <StableTranscript items={items} />
       <Cards client={client} cards={client.cards(sessionId)} />
       <Composer client={client} info={info} agent={agent} images={images} />
     </div>

@@ -140,7 +140,7 @@ class FakeClient implements BridgeClient {
       if (item.state === "failed") item.reason = "expired";
       else {
         const list = this.items.get(sessionId)!;
-        list.push({ seq: list.length, entry: entry("text", text, { role: "user" }) });
+        this.items.set(sessionId, [...list, { seq: list.length, entry: entry("text", text, { role: "user" }) }]);
         this.fire("transcript", sessionId);
       }
       this.fire("outbox", sessionId);
