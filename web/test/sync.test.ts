@@ -81,3 +81,21 @@ test("a transcript keeps the first copy of a seq, and chunk-covered ranges count
   assert.equal(t.has(7), true);
   assert.equal(t.has(4), false);
 });
+
+test("transcript items stay sorted whether seqs arrive in order or not", () => {
+  const t = new Transcript("s");
+  const e = (c: string) => ({ entryType: "text" as const, content: c, timestamp: "t" });
+  t.insert(1, e("1"), "live");
+  const first = t.items();
+  t.insert(2, e("2"), "live");
+  t.insert(3, e("3"), "live");
+  const second = t.items();
+  assert.notEqual(first, second);
+  assert.deepEqual(second.map((i) => i.seq), [1, 2, 3]);
+  t.insert(10, e("10"), "live");
+  t.insert(5, e("5"), "sync");
+  assert.deepEqual(t.items().map((i) => i.seq), [1, 2, 3, 5, 10]);
+  assert.equal(t.highest(), 10);
+  t.insert(11, e("11"), "live");
+  assert.deepEqual(t.items().map((i) => i.seq), [1, 2, 3, 5, 10, 11]);
+});

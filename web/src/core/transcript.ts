@@ -13,6 +13,9 @@ export class Transcript {
   private entries = new Map<number, OutputEntry>();
   private canonical = new Map<number, string>();
   private sorted: TranscriptItem[] | null = [];
+  /** Entries after the last sorted one, appended on the next read (live output arrives in order). */
+  private tail: TranscriptItem[] = [];
+  private top = 0;
   private arrivals = new Map<number, number>();
   covered: Range[] = [];
   conflicts = 0;
@@ -33,7 +36,9 @@ export class Transcript {
       this.canonical.set(seq, text);
       this.entries.set(seq, entry);
       if (tick > 0) this.arrivals.set(seq, tick);
-      this.sorted = null;
+      if (this.sorted !== null && seq > this.top) this.tail.push({ seq, entry });
+      else this.sorted = null;
+      this.top = Math.max(this.top, seq);
       return "inserted";
     }
     if (held === text) return "duplicate";
@@ -50,17 +55,21 @@ export class Transcript {
     return this.arrivals.get(seq) ?? 0;
   }
 
+  /** Ascending by seq; a new array whenever something was inserted (the UI compares by identity). */
   items(): TranscriptItem[] {
     if (this.sorted === null) {
       const seqs = [...this.entries.keys()].sort((a, b) => a - b);
       this.sorted = seqs.map((seq) => ({ seq, entry: this.entries.get(seq)! }));
+      this.tail = [];
+    } else if (this.tail.length > 0) {
+      this.sorted = this.sorted.concat(this.tail);
+      this.tail = [];
     }
     return this.sorted;
   }
 
   highest(): number {
-    const items = this.items();
-    return items.length > 0 ? items[items.length - 1]!.seq : 0;
+    return this.top;
   }
 
   has(seq: number): boolean {

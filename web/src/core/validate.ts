@@ -312,7 +312,8 @@ export function decodeBridgeMessage(text: string): BridgeMessage {
     throw new DecodeError(`invalid JSON: ${err instanceof Error ? err.message.slice(0, 100) : "parse error"}`);
   }
   const o = object(value, "");
-  const typeName = typeof o.type === "string" ? o.type.slice(0, 64) : "<missing>";
+  // The type as text for logs: control characters escaped, cut at 64 characters.
+  const typeName = typeof o.type === "string" ? JSON.stringify(o.type.slice(0, 64)).slice(1, -1) : "<missing>";
   try {
     return decodeObject(o);
   } catch (err) {
