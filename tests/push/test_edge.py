@@ -182,3 +182,28 @@ async def test_the_vapid_key_is_made_once_and_kept(db: BridgeDatabase) -> None:
     first = await load_or_create_vapid_key(db)
     again = await load_or_create_vapid_key(db)
     assert again.public_key == first.public_key
+
+
+async def test_a_window_that_fails_is_logged_and_the_next_one_still_goes(
+    db: BridgeDatabase, service: PushService, caplog: pytest.LogCaptureFixture
+) -> None:
+    vapid = await load_or_create_vapid_key(db)
+    browser = service.subscribe(vapid.public_key)
+    await subscribe(db, A, browser)
+
+    def card_open(session: str, request: str) -> bool:
+        if request == "broken":
+            raise RuntimeError("the engine could not say")
+        return True
+
+    pusher = edge(db, vapid, card_open=card_open)
+    pusher.start()
+    try:
+        pusher.wake(WakePhones("approval", (A,), ("s-1", "broken")))
+        await settle(pusher)
+        assert "could not be sent" in caplog.text and service.received == []
+        pusher.wake(WakePhones("plan", (A,), ("s-1", "fine")))
+        [push] = await service.wait_for(1)
+    finally:
+        await pusher.close()
+    assert push.payload["reason"] == "plan"

@@ -33,6 +33,7 @@ from typing import Final
 import aiohttp
 
 from bridge.engine.effects import WakePhones
+from bridge.logs import register_secret
 from bridge.protocol import PushReason
 from bridge.push import (
     Batch,
@@ -74,8 +75,10 @@ async def load_or_create_vapid_key(db: BridgeDatabase) -> VapidKey:
     """
     stored = await load_push_key(db)
     if stored is not None:
+        register_secret(stored)
         return VapidKey.from_private_bytes(stored)
     key = VapidKey.generate()
+    register_secret(key.private_bytes())
     await save_push_key(db, key.private_bytes())
     logger.info("push: made the bridge's VAPID key (phones subscribe with it)")
     return key
@@ -163,7 +166,10 @@ class PushEdge:
                     await asyncio.wait_for(self._changed.wait(), wait)
                 continue
             for batch in self._coalescer.due(self._monotonic()):
-                await self._flush(batch)
+                try:
+                    await self._flush(batch)
+                except Exception:  # the store failed: this push is lost, the next ones are not
+                    logger.exception("! push: the window of %s could not be sent", batch.phone[:8])
 
     async def _flush(self, batch: Batch) -> None:
         """A closed window: one push to each of the phone's subscriptions, or none."""
