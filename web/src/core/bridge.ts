@@ -6,27 +6,26 @@
 // signature → NIP-44 decrypt → `chunk` reassembly → strict decode (validate.ts) → the kind must be
 // the message's storage class → apply. Anything malformed is dropped with a console.warn and
 // changes nothing. Only stored (4516) events advance `lastStoredSeen`, the 4516 `since` cursor.
-import { getPublicKey, verifyEvent, type Event } from "nostr-tools/pure";
+import { getPublicKey, type Event } from "nostr-tools/pure";
 import { v2 as nip44 } from "nostr-tools/nip44";
 import { npubEncode } from "nostr-tools/nip19";
 import type {
   BridgeClient, BridgeRecord, Card, CreateSessionOptions, EffortLevel, MachineInfo, ModelEntry,
   OutboxItem, PendingSession, PermissionMode, Presence, SessionView, TranscriptItem, UsageData, ChangeTopic,
 } from "./api";
-import { Assembler } from "./chunks";
+import { Inbound, SeenIds } from "./inbound";
 import { deriveCards } from "./cards";
 import { RelayPool, type Filter } from "./relay";
 import type { BridgeRow, BridgeStore, StoredOutbox } from "./store";
 import { SyncTracker } from "./sync";
 import { Transcript } from "./transcript";
-import { DecodeError, decodeBridgeMessage, type BridgeMessage, type SessionsMsg } from "./validate";
+import type { BridgeMessage, SessionsMsg } from "./validate";
 import { LIVE_KIND, RESPONSE_KIND, SESSION_LIST_KIND, hexToBytes, nowSeconds, randomHex, sealCommand } from "./wire";
 import { base64, base64Room, cut, mimeTypeOf } from "./upload";
 import * as ranges from "./ranges";
 
 export const STORED_SINCE_GRACE_SECONDS = 60;
 export const HEARTBEAT_STALE_MS = 150_000;
-const SEEN_CAPACITY = 5000;
 const TOMBSTONE_CAPACITY = 200;
 const OPENED_CAPACITY = 10;
 const REPLY_TIMEOUT_MS = 30_000;
@@ -50,13 +49,7 @@ export function subscriptionFilters(bridge: string, phone: string, lastStoredSee
   };
 }
 
-/** The storage class each message type must arrive on (PROTOCOL.md §1). */
-export function expectedKind(type: BridgeMessage["type"]): number | null {
-  if (type === "sessions") return SESSION_LIST_KIND;
-  if (type === "output" || type === "usage") return LIVE_KIND;
-  if (type === "ignored") return null;
-  return RESPONSE_KIND;
-}
+export { expectedKind } from "./inbound";
 
 type Emit = (topic: ChangeTopic, sessionId?: string) => void;
 type Command = { type: string } & Record<string, unknown>;
@@ -74,9 +67,7 @@ export class BridgeClientImpl implements BridgeClient {
   private readonly secret: Uint8Array;
   private readonly conversationKey: Uint8Array;
   private readonly pool: RelayPool;
-  private readonly assembler = new Assembler();
-  private seenOrder: string[];
-  private seen: Set<string>;
+  private readonly inbound: Inbound;
   private lastStoredSeen: number;
   private machineInfo: MachineInfo | null;
   private lastHeartbeatAt: number;
@@ -112,8 +103,7 @@ export class BridgeClientImpl implements BridgeClient {
     this.secret = hexToBytes(row.secretKey);
     this.phonePubkey = getPublicKey(this.secret);
     this.conversationKey = nip44.utils.getConversationKey(this.secret, this.record.id);
-    this.seenOrder = [...row.seen];
-    this.seen = new Set(row.seen);
+    this.inbound = new Inbound(this.record.id, this.phonePubkey, this.conversationKey, new SeenIds(row.seen));
     this.lastStoredSeen = row.lastStoredSeen;
     this.machineInfo = row.machine;
     this.lastHeartbeatAt = row.lastHeartbeatAt;
@@ -194,7 +184,7 @@ export class BridgeClientImpl implements BridgeClient {
     for (const [sessionId, t] of this.transcripts) if (t.covered.length > 0) covered[sessionId] = t.covered;
     return {
       record: this.record, secretKey: bytesHex(this.secret), lastStoredSeen: this.lastStoredSeen,
-      seen: this.seenOrder, machine: this.machineInfo, lastHeartbeatAt: this.lastHeartbeatAt,
+      seen: this.inbound.seen.export(), machine: this.machineInfo, lastHeartbeatAt: this.lastHeartbeatAt,
       sessions: [...this.sessionViews.values()], tombstones: this.tombstones, forgotten: [...this.forgotten],
       opened: this.opened, covered,
     };
@@ -291,58 +281,25 @@ export class BridgeClientImpl implements BridgeClient {
 
   private onEvent(_sub: string, event: Event, relay: string): void {
     if (this.closed) return;
-    if (event.pubkey !== this.record.id) return;
-    if (!event.tags.some((t) => t[0] === "p" && t[1] === this.phonePubkey)) {
-      console.warn(`bridge ${this.record.id.slice(0, 8)}: event ${event.id.slice(0, 8)} is not addressed to this device`);
+    const result = this.inbound.feed(event, Date.now());
+    if (result.kind === "duplicate") return;
+    if (result.fresh) {
+      // Only stored responses move the 4516 cursor (PROTOCOL.md §4); it is written with the state.
+      if (event.kind === RESPONSE_KIND && event.created_at > this.lastStoredSeen) this.lastStoredSeen = event.created_at;
+      this.persist();
+    }
+    if (result.kind === "dropped") {
+      console.warn(`bridge ${this.record.id.slice(0, 8)}: dropped: ${result.reason}`);
       return;
     }
-    // Heartbeats are exempt: the stored one replayed after a reload says the bridge is up, and
-    // applying it again changes nothing else (an older one is ignored).
-    if (event.kind !== SESSION_LIST_KIND && this.seen.has(event.id)) return;
-    const copy = { id: event.id, pubkey: event.pubkey, created_at: event.created_at, kind: event.kind, tags: event.tags, content: event.content, sig: event.sig };
-    if (!verifyEvent(copy)) {
-      console.warn(`bridge ${this.record.id.slice(0, 8)}: event ${event.id.slice(0, 8)} has a bad signature`);
-      return;
-    }
-    if (!this.seen.has(event.id)) this.markSeen(event.id);
-    if (event.kind === RESPONSE_KIND && event.created_at > this.lastStoredSeen) this.lastStoredSeen = event.created_at;
-    this.persist();
-    let plaintext: string;
-    try {
-      plaintext = nip44.decrypt(event.content, this.conversationKey);
-    } catch (err) {
-      console.warn(`bridge ${this.record.id.slice(0, 8)}: event ${event.id.slice(0, 8)} does not decrypt: ${String(err).slice(0, 120)}`);
-      return;
-    }
-    const joined = this.assembler.feed(plaintext, Date.now(), event.pubkey, event.created_at);
-    if (joined === null) return;
-    let message: BridgeMessage;
-    try {
-      message = decodeBridgeMessage(joined);
-    } catch (err) {
-      console.warn(`bridge ${this.record.id.slice(0, 8)}: dropped: ${err instanceof DecodeError ? err.message : String(err)}`);
-      return;
-    }
-    const kind = expectedKind(message.type);
-    if (kind !== null && kind !== event.kind) {
-      console.warn(`bridge ${this.record.id.slice(0, 8)}: ${message.type} arrived as kind ${event.kind}, expected ${kind}: dropped`);
-      return;
-    }
+    if (result.kind === "pending") return;
+    const message = result.message;
     this.tick++;
     try {
       this.apply(message, event, relay);
       for (const hook of [...this.hooks]) hook(message);
     } catch (err) {
       console.error(`bridge ${this.record.id.slice(0, 8)}: handling ${message.type} failed`, err);
-    }
-  }
-
-  private markSeen(id: string): void {
-    this.seen.add(id);
-    this.seenOrder.push(id);
-    if (this.seenOrder.length > SEEN_CAPACITY) {
-      const drop = this.seenOrder.splice(0, this.seenOrder.length - SEEN_CAPACITY);
-      for (const old of drop) this.seen.delete(old);
     }
   }
 
