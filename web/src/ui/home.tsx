@@ -136,8 +136,10 @@ function BridgePanel({ bridgeId, selected }: { bridgeId: string; selected: strin
     <section class="bridge" data-testid="bridge-item" data-bridge-id={bridgeId} aria-label={`Machine ${name}`}>
       <header class="bridge-head">
         <PresenceDot presence={presence} />
-        <h2>{name}</h2>
-        <span class="small muted">{presence === "offline" && machine?.machineOffline ? "stopped" : presence}{Object.keys(relays).length ? ` · ${up}/${Object.keys(relays).length} relays` : ""}</span>
+        <div class="bridge-name">
+          <h2>{name}</h2>
+          <div class="small muted">{presence === "offline" && machine?.machineOffline ? "stopped" : presence}{Object.keys(relays).length ? ` · ${up}/${Object.keys(relays).length} relays` : ""}</div>
+        </div>
         <span class="end">
           <button type="button" class="btn small ghost" onClick={() => void client.refresh().catch(() => undefined)} title="Ask the machine for its session list">Refresh</button>
           <button type="button" class="btn small ghost" onClick={forget}>Forget</button>

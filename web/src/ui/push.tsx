@@ -109,7 +109,8 @@ export function PushControl({ client }: { client: BridgeClient }) {
       setOn(true);
       setStatus("Notifications are on for this machine.");
     } catch (err) {
-      setStatus(err instanceof Error ? err.message : String(err));
+      const message = err instanceof Error ? err.message : String(err);
+      setStatus(/^(The bridge|Notifications are blocked|The bridge's push key)/.test(message) ? message : `This browser could not subscribe to push: ${message}`);
     } finally {
       setBusy(false);
     }
