@@ -131,6 +131,7 @@ async def test_pair_open_feeds_the_window_and_returns_the_link() -> None:
         "relays": [PUBLIC],
         "machine": "box one",
         "expiresAt": iso(NOW + 300),
+        "webUrl": None,  # no embedded relay: no page to open
     }
     assert result["url"] == pair_url(BRIDGE.npub, [PUBLIC], "box one", token)
     assert rig.registration.calls == [("open_window", BRIDGE.public_hex, NOW, 300)]
