@@ -29,9 +29,14 @@ class Registry implements ClientRegistry {
         console.warn("a stored bridge row is malformed; skipped");
         continue;
       }
-      const client = this.make(row);
-      this.clients.set(row.record.id, client);
-      await client.start();
+      try {
+        const client = this.make(row);
+        this.clients.set(row.record.id, client);
+        await client.start();
+      } catch (err) {
+        console.error("a stored bridge could not be loaded; skipped", err);
+        this.clients.delete(row.record.id);
+      }
     }
     const wake = () => {
       for (const client of this.clients.values()) client.wake();

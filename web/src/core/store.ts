@@ -31,6 +31,13 @@ export interface StoredOutbox {
 
 export interface StoredEntry { seq: number; entry: OutputEntry }
 
+export function emptyRow(record: BridgeRecord, secretKey: string): BridgeRow {
+  return {
+    record, secretKey, lastStoredSeen: 0, seen: [], machine: null, lastHeartbeatAt: 0, sessions: [],
+    tombstones: [], forgotten: [], opened: [], covered: {},
+  };
+}
+
 const FLUSH_MS = 100;
 
 export class BridgeStore {

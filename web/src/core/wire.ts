@@ -5,6 +5,7 @@
 import { finalizeEvent, type Event } from "nostr-tools/pure";
 import { v2 as nip44 } from "nostr-tools/nip44";
 import { split } from "./chunks";
+import type { Filter } from "./relay";
 
 export const COMMAND_KIND = 4515;
 export const RESPONSE_KIND = 4516;
@@ -55,3 +56,21 @@ export function sealCommand(
     ),
   );
 }
+
+export const STORED_SINCE_GRACE_SECONDS = 60;
+export const SUB_HEARTBEAT = "cd-sessions";
+export const SUB_STORED = "cd-responses";
+export const SUB_LIVE = "cd-live";
+
+/** The three subscriptions of PROTOCOL.md §4, as filters built now. */
+export function subscriptionFilters(bridge: string, phone: string, lastStoredSeen: number): Record<string, Filter[]> {
+  const base = { authors: [bridge], "#p": [phone] };
+  const stored: Filter = { kinds: [RESPONSE_KIND], ...base };
+  if (lastStoredSeen > 0) stored.since = Math.max(0, lastStoredSeen - STORED_SINCE_GRACE_SECONDS);
+  return {
+    [SUB_HEARTBEAT]: [{ kinds: [SESSION_LIST_KIND], ...base }],
+    [SUB_STORED]: [stored],
+    [SUB_LIVE]: [{ kinds: [LIVE_KIND], ...base }],
+  };
+}
+
