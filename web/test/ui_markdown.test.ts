@@ -2,7 +2,7 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { h } from "preact";
-import { decodeEntities, Markdown, safeHref } from "../src/ui/markdown";
+import { decodeEntities, isPlain, lex, Markdown, safeHref } from "../src/ui/markdown";
 import { elements, expand, hazards, text } from "./ui_tree";
 
 const md = (source: string) => expand(h(Markdown, { source }));
@@ -78,4 +78,22 @@ test("deeply nested or huge input does not throw", () => {
   assert.doesNotThrow(() => md(">".repeat(5000) + " deep"));
   assert.doesNotThrow(() => md("*".repeat(20000)));
   assert.doesNotThrow(() => md("[".repeat(5000) + "x" + "](y)".repeat(5000)));
+});
+
+test("the plain-line shortcut shows exactly what the lexer would", () => {
+  const samples = [
+    "line 1 of 5", "hello world.", "a.b c", "plain, text (with) parens? yes; ok", "Hello. World", "x y z 100%", "it's \"quoted\"",
+    "echo: hi", "1. x", "2) y", "see www.example.org", "    code", "x\ny", "https://x.example", "a*b", "a_b_c", "#h", "> q",
+    "<b>x</b>", "&amp;", "a\\*b", "x | y", "~~d~~", "[l](u)", "a@b.example", "- item", "+ item", "===", "", " lead", "\tlead",
+  ];
+  for (const source of samples) {
+    const plain = isPlain(source);
+    const tokens = (lex(source) ?? []).filter((t) => t.type !== "space");
+    const single = tokens.length === 1 && tokens[0]!.type === "paragraph"
+      && (tokens[0] as { tokens?: { type: string; text: string }[] }).tokens?.every((t) => t.type === "text") === true
+      && (tokens[0] as { text: string }).text === source;
+    if (plain) assert.ok(single, `shortcut taken for ${JSON.stringify(source)} but the lexer reads syntax`);
+  }
+  assert.ok(isPlain("line 1 of 5"));
+  assert.ok(!isPlain("echo: <img src=x onerror=alert(1)>"));
 });

@@ -49,17 +49,19 @@ function EntryBody({ entry }: { entry: OutputEntry }) {
       }
       if (meta["role"] === "user") {
         const editor = meta["source"] === "editor";
+        if (!editor) return <div class="bubble user pre">{entry.content}</div>;
         return (
           <div class="bubble user">
-            {editor ? <div class="note">from the editor</div> : null}
+            <div class="note">from the editor</div>
             <div class="pre">{entry.content}</div>
           </div>
         );
       }
       const sub = str(meta["subagent"]);
+      if (!sub) return <Markdown source={entry.content} className="bubble assistant" />;
       return (
         <div class="bubble assistant">
-          {sub ? <div class="note">subagent {sub}</div> : null}
+          <div class="note">subagent {sub}</div>
           <Markdown source={entry.content} />
         </div>
       );

@@ -164,8 +164,20 @@ export function lex(source: string): Token[] | null {
   }
 }
 
-/** The Markdown `source` as Preact children: never HTML, never a remote load, never script. */
-export function Markdown({ source }: { source: string }) {
+// One line with nothing Markdown could read as syntax (no markup characters, no autolink, no list
+// number, no indent): marked would make it one paragraph of the same text, so it is shown as is.
+const PLAIN = /^(?!\d+[.)])[^\s*_`#>[\]!|~<&\\=+\-:@][^\n*_`#>[\]!|~<&\\=+\-:@]*$/;
+
+/** Whether `source` renders as itself (a single plain paragraph) without lexing. */
+export function isPlain(source: string): boolean {
+  return source.length < 2000 && PLAIN.test(source) && !/www\./i.test(source);
+}
+
+/** The Markdown `source` as Preact children of a `div` with class `md` (plus `className`): never
+ * HTML, never a remote load, never script. */
+export function Markdown({ source, className }: { source: string; className?: string }) {
+  const cls = className ? `md ${className}` : "md";
+  if (isPlain(source)) return <div class={cls}>{source}</div>;
   const tokens = lex(source);
-  return <div class="md">{tokens ? blocks(tokens, 0) : <p class="pre">{source}</p>}</div>;
+  return <div class={cls}>{tokens ? blocks(tokens, 0) : <p class="pre">{source}</p>}</div>;
 }
