@@ -89,6 +89,9 @@ class Settings:
     """The certificate's private key (PEM, unencrypted, not readable by every user)."""
     push: bool = True
     """Wake phones that are away by Web Push (capability ``push``); ``false`` turns it off."""
+    web_client_url: str | None = None
+    """Where the user hosts CodeDeck Web (``deploy/web/``): ``pair``'s web link opens that page
+    instead of the one the embedded relay serves (the only page there is with public relays)."""
     agents: tuple[AgentConfig, ...] = ()
     """The ACP agents (OpenCode, any ``[agents.<id>]``): :mod:`bridge.agent_config`."""
     sandbox: SandboxSettings = field(default_factory=SandboxSettings)
@@ -262,6 +265,27 @@ def _register_url(value: Any, where: str) -> str:
             "(http:// only for localhost)"
         )
     return url
+
+
+def _web_client_url(value: Any, where: str) -> str:
+    """A page of CodeDeck Web hosted by the user: the root of an https origin (http only on this
+    machine), since the app loads its files and its service worker from the origin's root."""
+    url = _as_str(value, where).strip()
+    parts = urlsplit(url)
+    local = parts.hostname in ("localhost", "127.0.0.1", "::1")
+    fix = (
+        "give the https:// address of the origin that serves bridge/webclient/static/ (deploy/web/)"
+    )
+    if not parts.hostname or not (parts.scheme == "https" or (parts.scheme == "http" and local)):
+        raise ConfigError(
+            f"{where}: {url!r} must be an https:// URL (http:// only for localhost); {fix}"
+        )
+    if parts.path not in ("", "/") or parts.query or parts.fragment:
+        raise ConfigError(
+            f"{where}: {url!r} must be the root of its origin, with no path, query or fragment "
+            f"(the app registers its service worker at /sw.js); {fix}"
+        )
+    return f"{parts.scheme}://{parts.netloc}/"
 
 
 def _pem_file(what: str) -> Callable[[Any, str], Path]:
@@ -524,6 +548,15 @@ SETTINGS: tuple[Setting[Any], ...] = (
         default_origin="default (on)",
         show=lambda on: "on" if on else "off",
     ),
+    Setting[str | None](
+        name="web_client_url",
+        flag="--web-client-url",
+        env="CODEDECK_WEB_CLIENT_URL",
+        parse=_web_client_url,
+        default=lambda: None,
+        default_origin="default (the page the embedded relay serves, if it runs)",
+        show=_or("(none)"),
+    ),
 )
 """The settings read from a flag, a variable or the file, in the order they are resolved (so
 the first invalid one in this order is the one reported, and a ``needs`` row follows its need)."""
@@ -543,6 +576,7 @@ _SHOWN = (
     "register_token_file",
     "claude_path",
     "push",
+    "web_client_url",
 )
 """The order of :data:`SETTINGS` rows in ``config show``: related settings side by side."""
 

@@ -137,6 +137,7 @@ def test_describe_lists_every_setting_with_its_origin(tmp_path: Path) -> None:
         "register_token_file",
         "claude_path",
         "push",
+        "web_client_url",
         "agents.opencode",  # off: not on PATH (tests/test_agent_config.py)
     ]
     assert all(origin for _, _, origin in rows)
@@ -279,6 +280,17 @@ _LAYERS: list[tuple[str, object, str, str, object, object, object, object, str]]
         "default",
     ),
     ("push", "off", "no", "true", False, False, True, True, "default (on)"),
+    (
+        "web_client_url",
+        "https://a.example",
+        "https://b.example/",
+        '"http://localhost:8080"',
+        "https://a.example/",
+        "https://b.example/",
+        "http://localhost:8080/",
+        None,
+        "default (the page the embedded relay serves, if it runs)",
+    ),
 ]
 _NEEDS = {
     "register_url": 'register_token_file = "needed.token"\n',
@@ -357,6 +369,7 @@ def test_every_origin_of_an_unconfigured_bridge(tmp_path: Path) -> None:
         ("embedded_relay_cert", "default (none: plain ws:// and http://)"),
         ("embedded_relay_key", "default (none)"),
         ("push", "default (on)"),
+        ("web_client_url", "default (the page the embedded relay serves, if it runs)"),
         (
             "agents.opencode",
             "default: `opencode` is not on PATH (install OpenCode, or set agents.opencode.command)",
@@ -523,7 +536,8 @@ def test_an_unknown_key_lists_the_known_ones(tmp_path: Path) -> None:
         f"{tmp_path / 'config.toml'}: unknown setting(s) bogus; known settings are agent, agents, "
         "claude_path, embedded_relay, embedded_relay_cert, embedded_relay_key, "
         "embedded_relay_max_mb, key_file, machine_name, push, "
-        "register_token_file, register_url, relays, sandbox, transcript_keep_last, workspaces"
+        "register_token_file, register_url, relays, sandbox, transcript_keep_last, web_client_url, "
+        "workspaces"
     )
 
 
@@ -554,6 +568,7 @@ def test_describe_shows_each_value_as_config_show_prints_it(tmp_path: Path) -> N
         "register_token_file": "/t",
         "claude_path": str(tmp_path / "claude"),
         "push": "off",
+        "web_client_url": "(none)",
         "agents.opencode": "(off)",
     }
     unset = {
@@ -573,9 +588,30 @@ def test_the_table_has_a_row_for_each_layered_field_of_settings() -> None:
     assert [row.name for row in SETTINGS] == [
         item.name for item in fields(Settings) if item.name not in apart
     ]
-    assert len({row.env for row in SETTINGS}) == len({row.flag for row in SETTINGS}) == 14
+    assert len({row.env for row in SETTINGS}) == len({row.flag for row in SETTINGS}) == 15
 
 
 def test_config_show_has_a_line_for_every_row(tmp_path: Path) -> None:
     shown = [name for name, _, _ in describe(load_settings(flags=flags(tmp_path), env={}))]
     assert sorted(shown[1 : len(SETTINGS) + 1]) == sorted(row.name for row in SETTINGS)
+
+
+@pytest.mark.parametrize(
+    ("value", "says"),
+    [
+        ("http://codedeck.example.org", "must be an https:// URL"),
+        ("ftp://codedeck.example.org", "must be an https:// URL"),
+        ("https://", "must be an https:// URL"),
+        ("https://codedeck.example.org/app/", "must be the root of its origin"),
+        ("https://codedeck.example.org/?x=1", "must be the root of its origin"),
+        ("https://codedeck.example.org/#pair", "must be the root of its origin"),
+    ],
+)
+def test_a_web_client_url_that_cannot_host_the_app_is_refused_with_the_fix(
+    tmp_path: Path, value: str, says: str
+) -> None:
+    with pytest.raises(ConfigError) as caught:
+        load_settings(flags=flags(tmp_path), env={"CODEDECK_WEB_CLIENT_URL": value})
+    message = str(caught.value)
+    assert message.startswith("web_client_url (env CODEDECK_WEB_CLIENT_URL)")
+    assert says in message and "deploy/web/" in message

@@ -167,8 +167,8 @@ def render_qr(url: str, out: TextIO) -> str:
 
 WEB_ELSEWHERE: Final = (
     "CodeDeck Web (for phones without the app): this bridge uses the relays configured for it "
-    "and serves no page of its own; host the web client over HTTPS to use it with them "
-    "(deploy/web/README.md)."
+    "and serves no page of its own; host the web client over HTTPS to use it with them and set "
+    "web_client_url to its address (deploy/web/README.md)."
 )
 
 

@@ -375,6 +375,7 @@ class Daemon:
             home=str(settings.home),
             public_relays=list(relays.public),
             embedded_url=self.embedded.public_url() if self.embedded else None,
+            web_client_url=settings.web_client_url,
             feed=feed,
             pending_inputs=lambda: loop.pending,
             wall=clock.wall,

@@ -79,7 +79,12 @@ class Rig:
 
 
 def make_rig(
-    *, registration: bool = True, home: str = "/home/u/.codedeck", **engine_state: Any
+    *,
+    registration: bool = True,
+    home: str = "/home/u/.codedeck",
+    embedded_url: str | None = None,
+    web_client_url: str | None = None,
+    **engine_state: Any,
 ) -> Rig:
     engine, clock = make_engine(**engine_state), FakeClock()
     pool = FakePool((RELAY_A, RELAY_B))
@@ -94,7 +99,8 @@ def make_rig(
         machine="box one",
         home=home,
         public_relays=[PUBLIC],
-        embedded_url=None,
+        embedded_url=embedded_url,
+        web_client_url=web_client_url,
         feed=fed.append,
         pending_inputs=lambda: pending[0],
         wall=clock.wall,
@@ -136,6 +142,31 @@ async def test_pair_open_feeds_the_window_and_returns_the_link() -> None:
     assert result["url"] == pair_url(BRIDGE.npub, [PUBLIC], "box one", token)
     assert rig.registration.calls == [("open_window", BRIDGE.public_hex, NOW, 300)]
     assert (await rig.control.pair_open(300))["token"] != token  # a fresh token each time
+
+
+@pytest.mark.parametrize(
+    ("embedded_url", "web_client_url", "page"),
+    [
+        ("ws://192.168.1.20:7777", None, "http://192.168.1.20:7777/"),
+        ("wss://box.example.org:7777", None, "https://box.example.org:7777/"),
+        (
+            "ws://192.168.1.20:7777",
+            "https://codedeck.example.org/",
+            "https://codedeck.example.org/",
+        ),
+        (None, "https://codedeck.example.org/", "https://codedeck.example.org/"),
+    ],
+)
+async def test_the_web_link_opens_the_hosted_page_else_the_embedded_relays(
+    embedded_url: str | None, web_client_url: str | None, page: str
+) -> None:
+    rig = make_rig(embedded_url=embedded_url, web_client_url=web_client_url)
+    result = await rig.control.pair_open(300)
+    token = result["token"]
+    assert result["webUrl"] == (
+        f"{page}#pair={BRIDGE.npub}&relays=wss%3A%2F%2Frelay.example.com%2Fpath"
+        f"&machine=box%20one&token={token}"
+    )
 
 
 async def test_pair_wait_resolves_when_the_engine_pairs_a_phone() -> None:

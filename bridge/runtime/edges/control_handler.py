@@ -53,7 +53,7 @@ from bridge.nostr.pool import RelayPool
 from bridge.runtime.edges.control_tasks import DaemonTasks
 from bridge.runtime.edges.registration import RelayRegistration
 
-__all__ = ["DaemonControl", "pair_url", "web_pair_url"]
+__all__ = ["DaemonControl", "pair_url", "web_page_of", "web_pair_link", "web_pair_url"]
 
 
 def pair_url(npub: str, relays: Sequence[str], machine: str, token: str) -> str:
@@ -65,17 +65,28 @@ def pair_url(npub: str, relays: Sequence[str], machine: str, token: str) -> str:
     )
 
 
+def web_page_of(embedded_url: str) -> str:
+    """The page the embedded relay at ``embedded_url`` serves: ``https://`` when it speaks
+    ``wss://``."""
+    parts = urlsplit(embedded_url)
+    scheme = "https" if parts.scheme == "wss" else "http"
+    return f"{scheme}://{parts.netloc}/"
+
+
 def web_pair_url(
     embedded_url: str, npub: str, relays: Sequence[str], machine: str, token: str
 ) -> str:
-    """The CodeDeck Web pairing link: the page the embedded relay at ``embedded_url`` serves,
-    with the pairing in its fragment (``#pair=<npub>&relays=…&machine=…&token=…``), which a
-    browser never sends to a server. ``https://`` when the relay speaks ``wss://``."""
-    parts = urlsplit(embedded_url)
-    scheme = "https" if parts.scheme == "wss" else "http"
+    """The CodeDeck Web pairing link of the page the embedded relay at ``embedded_url`` serves."""
+    return web_pair_link(web_page_of(embedded_url), npub, relays, machine, token)
+
+
+def web_pair_link(page: str, npub: str, relays: Sequence[str], machine: str, token: str) -> str:
+    """The CodeDeck Web pairing link: ``page`` (an origin's root, ``…/``) with the pairing in its
+    fragment (``#pair=<npub>&relays=…&machine=…&token=…``), which a browser never sends to a
+    server."""
     joined = ",".join(quote(r, safe="") for r in relays)
     return (
-        f"{scheme}://{parts.netloc}/#pair={npub}&relays={joined}"
+        f"{page}#pair={npub}&relays={joined}"
         f"&machine={quote(machine, safe='')}&token={quote(token, safe='')}"
     )
 
@@ -91,6 +102,8 @@ class DaemonControl:
         home: the bridge home (status).
         public_relays: the relays phones are told about (the embedded relay's public URL).
         embedded_url: the embedded relay's public URL, when one is served.
+        web_client_url: the page of CodeDeck Web the user hosts (``web_client_url``), which
+            the web pairing link opens instead of the embedded relay's.
         feed: puts an input on the engine's queue.
         pending_inputs: how many inputs wait for the engine (a just-opened window may still be
             in the queue).
@@ -110,6 +123,7 @@ class DaemonControl:
         public_relays: Sequence[str],
         embedded_url: str | None,
         feed: Callable[[Input], None],
+        web_client_url: str | None = None,
         pending_inputs: Callable[[], int],
         wall: Callable[[], float],
         registration: RelayRegistration | None = None,
@@ -124,6 +138,7 @@ class DaemonControl:
         self._home = home
         self._public_relays = list(public_relays)
         self._embedded_url = embedded_url
+        self._web_page = web_client_url or (web_page_of(embedded_url) if embedded_url else None)
         self._feed = feed
         self._pending_inputs = pending_inputs
         self._wall = wall
@@ -232,10 +247,10 @@ class DaemonControl:
             "relays": list(self._public_relays),
             "machine": self._machine,
             "expiresAt": iso_timestamp(now + duration),
-            "webUrl": web_pair_url(
-                self._embedded_url, self._keypair.npub, self._public_relays, self._machine, token
+            "webUrl": web_pair_link(
+                self._web_page, self._keypair.npub, self._public_relays, self._machine, token
             )
-            if self._embedded_url is not None
+            if self._web_page is not None
             else None,
         }
 
