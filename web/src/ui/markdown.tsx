@@ -158,7 +158,7 @@ function blockToken(t: Token, k: number, depth: number): ComponentChildren {
 /** Tokens of `source`, or null when the lexer gives up (then the text is shown as is). */
 export function lex(source: string): Token[] | null {
   try {
-    return marked.lexer(source, { gfm: true, breaks: false });
+    return marked.lexer(source);
   } catch {
     return null;
   }

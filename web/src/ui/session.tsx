@@ -88,7 +88,7 @@ function Meters({ client, sessionId, percent }: { client: BridgeClient; sessionI
 }
 
 export function SessionScreen({ bridgeId, sessionId }: { bridgeId: string; sessionId: string }) {
-  const client = useBridge(bridgeId, ["presence", "machine", "sessions", "transcript", "outbox", "cards", "usage", "models", "sync"], sessionId);
+  const client = useBridge(bridgeId, ["presence", "machine", "sessions", "pending", "transcript", "outbox", "cards", "usage", "models", "sync"], sessionId);
   const openedFor = useRef<string | null>(null);
   const lastTurnEnd = useRef(-1);
   const items = client ? client.transcript(sessionId) : [];
@@ -127,6 +127,15 @@ export function SessionScreen({ bridgeId, sessionId }: { bridgeId: string; sessi
   }
   const machine = client.machine();
   const view = client.sessions().find((s) => s.info.id === sessionId);
+  const starting = !view && client.pending().some((p) => p.pendingId === sessionId && p.failed === undefined);
+  if (!view && starting) {
+    return (
+      <div class="screen session">
+        <header class="bar"><a class="btn back" href="#/" data-testid="back">‹ Back</a></header>
+        <div class="empty"><span class="spinner" aria-hidden="true" /> The session is starting on {machine?.machine ?? client.record.machine}…</div>
+      </div>
+    );
+  }
   if (!view) {
     return (
       <div class="screen session">
