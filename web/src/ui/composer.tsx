@@ -1,7 +1,7 @@
 // The input area of a session: the text box and send, the outbox with its states, interrupt, and
 // the session's mode / model / effort, image attach with its progress. Only what the session's
 // agent supports is offered.
-import { useEffect, useRef, useState } from "preact/hooks";
+import { useEffect, useState } from "preact/hooks";
 import type { AgentDescriptor, BridgeClient, EffortLevel, OutboxItem, PermissionMode, RemoteSessionInfo } from "../core/api";
 import { effortsOf, MODE_LABEL, modesOf } from "./agent";
 import { useAction } from "./state";
@@ -50,7 +50,6 @@ export function Composer({ client, info, agent, images }: ComposerProps) {
   const [text, setText] = useState("");
   const [, error, run] = useAction();
   const [upload, setUpload] = useState<number | null>(null);
-  const box = useRef<HTMLTextAreaElement>(null);
   const models = client.models();
   const running = info.state === "running" || info.state === "waiting_permission" || info.state === "waiting_question";
   const modes = modesOf(agent);
@@ -143,7 +142,7 @@ export function Composer({ client, info, agent, images }: ComposerProps) {
           </label>
         ) : null}
         <label class="vh" for={`composer-${sessionId}`}>Message</label>
-        <textarea id={`composer-${sessionId}`} ref={box} data-testid="composer-input" rows={1} placeholder="Message the agent…"
+        <textarea id={`composer-${sessionId}`} data-testid="composer-input" rows={1} placeholder="Message the agent…"
           value={text} onInput={(e) => setText((e.currentTarget as HTMLTextAreaElement).value)} onKeyDown={onKey} />
         <button type="button" class="btn primary" data-testid="composer-send" disabled={text.trim() === ""} onClick={send}>Send</button>
       </div>
