@@ -60,6 +60,7 @@ def payloads(origin: str) -> list[str]:
         '<a href="javascript:window.__pwned=5">raw link</a>',
         "<svg onload=\"window.__pwned=6\"><circle r='1'/></svg>",
         f'<link rel="stylesheet" href="{origin}/style.css">',
+        "`" + "W" * 400 + "` " + "Z" * 400,
     ]
 
 
@@ -83,6 +84,8 @@ async def test_a_hostile_transcript_renders_as_text(
     assert "window.__pwned=2" in texts and "onerror" in texts
     await asyncio.sleep(1.0)  # time for a late onerror / image load to show itself
     await shoot(browser, "hostile")
+    # Long unbroken markup wraps inside the phone's width.
+    assert await browser.eval("document.documentElement.scrollWidth") <= 375
 
     assert await browser.eval("typeof window.__pwned") == "undefined"
     assert await browser.eval("window.top.__pwned === undefined")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import functools
 import http.server
 import threading
@@ -100,6 +101,9 @@ async def test_hosted_apart_the_transcript_shows_from_this_device_while_the_brid
     await send(browser, "lines 8")
     await browser.wait_for(tid("entry"), text="line 8 of 8", timeout=WAIT)
     before = await wait_entries_match_store(browser, daemon, session)
+    # The client writes IndexedDB in batches a tenth of a second apart: a user who reloads has
+    # had the page on screen longer than that.
+    await asyncio.sleep(0.5)
     daemon.kill()  # the relay goes with it: nothing can be synced now
     await browser.reload()
     await browser.wait_for(tid("entry"), text="line 8 of 8", timeout=WAIT)

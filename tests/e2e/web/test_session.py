@@ -41,6 +41,13 @@ async def test_a_session_streams_and_the_input_is_confirmed(
     # The user's own line is an entry too, as the bridge wrote it.
     await browser.wait_for(tid("entry"), text="lines 40", timeout=WAIT)
     await shoot(browser, "streamed")
+    # Usable at phone width: nothing wider than the screen (no sideways scrolling) ...
+    assert await browser.eval("document.documentElement.scrollWidth") <= PHONE_WIDTH
+    # ... and on a desktop.
+    await browser.set_viewport(1280, 800)
+    await browser.wait_for(tid("composer-input"), timeout=WAIT)
+    assert await browser.eval("document.documentElement.scrollWidth") <= 1280
+    await shoot(browser, "desktop")
     assert daemon.executions() and list(daemon.executions().values()) == [1]
     logs = await browser.logs()
     assert not logs.errors, logs.render()
@@ -63,6 +70,9 @@ async def test_a_permission_card_is_answered_with_allow(
     assert "denied Bash" not in texts
     await wait_entries_match_store(browser, daemon, session)
 
+
+PHONE_WIDTH = 375
+"""The browser fixture's viewport width (an iPhone's CSS pixels)."""
 
 QUESTION = {
     "questions": [
