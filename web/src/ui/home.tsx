@@ -44,14 +44,19 @@ function NewSession({ client }: { client: BridgeClient }) {
   const [agent, setAgent] = useState("");
   const [busy, error, run] = useAction();
   // The creation this form started: its session is opened once it is ready (two-phase create).
-  const started = useRef<{ at: number; ids: Set<string> } | null>(null);
+  const started = useRef<{ at: number; ids: Set<string>; before: Set<string> } | null>(null);
   const folders = [...(machine?.roots ?? []), ...(machine?.folders ?? [])].slice(0, 300);
   const id = client.record.id.slice(0, 12);
 
   const mine = started.current;
   if (mine) {
     for (const p of client.pending()) if (p.pendingId && p.createdAt >= mine.at - 2000) mine.ids.add(p.pendingId);
-    const ready = client.sessions().find((v) => mine.ids.has(v.info.id));
+    const sessions = client.sessions();
+    // Its pendingId names it; if session-pending and session-ready came in one frame, it is the one
+    // session that appeared since the submit while no creation of ours is in flight any more.
+    const fresh = sessions.filter((v) => !mine.before.has(v.info.id));
+    const inFlight = client.pending().some((p) => p.createdAt >= mine.at - 2000 && p.failed === undefined);
+    const ready = sessions.find((v) => mine.ids.has(v.info.id)) ?? (!inFlight && fresh.length === 1 ? fresh[0] : undefined);
     if (ready) {
       started.current = null;
       queueMicrotask(() => { location.hash = sessionHash(client.record.id, ready.info.id); });
@@ -66,7 +71,7 @@ function NewSession({ client }: { client: BridgeClient }) {
       ...(agent ? { agent } : {}),
     };
     const at = Date.now();
-    started.current = { at, ids: new Set() };
+    started.current = { at, ids: new Set(), before: new Set(client.sessions().map((v) => v.info.id)) };
     void run(() => client.createSession(options)).then((ok) => {
       if (ok) {
         setCwd("");

@@ -2,7 +2,7 @@
 // changes it cares about and re-renders (at most once per animation frame) when one arrives. The
 // core keeps the state; components only read it during render.
 import { createContext } from "preact";
-import { useContext, useEffect, useState } from "preact/hooks";
+import { useContext, useLayoutEffect, useState } from "preact/hooks";
 import type { BridgeClient, Change, ChangeTopic, ClientRegistry } from "../core/api";
 
 export const RegistryContext = createContext<ClientRegistry | null>(null);
@@ -31,7 +31,10 @@ export function useChanges(filter: ChangeFilter): number {
   const registry = useRegistry();
   const [version, setVersion] = useState(0);
   const key = `${filter.bridgeId ?? ""}|${filter.sessionId ?? ""}|${(filter.topics ?? []).join(",")}`;
-  useEffect(() => {
+  // A layout effect subscribes in the same task as the render that read the state, so no change
+  // can slip in between (a plain effect runs after paint, when a relay message may already have
+  // changed what this render showed).
+  useLayoutEffect(() => {
     let frame = 0;
     const off = registry.subscribe((change) => {
       if (!matches(filter, change) || frame) return;
