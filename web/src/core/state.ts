@@ -22,8 +22,12 @@ import * as ranges from "./ranges";
 export const HEARTBEAT_STALE_MS = 150_000;
 const TOMBSTONE_CAPACITY = 200;
 export const OPENED_CAPACITY = 10;
+/** A sync that got chunks and then nothing for this long is asked again (the bridge resends at 10 s and 20 s). */
 const SYNC_IDLE_MS = 30_000;
-const SYNC_IDLE_RETRIES = 2;
+/** A request with no sync-begin for this long is asked again: the bridge drops a sync-request for
+ * a session it has not adopted yet (the seconds after a restart). */
+const SYNC_BEGIN_MS = 5_000;
+const SYNC_RETRIES = 6;
 export const RESEND_SAME_EVENT_S = 240;
 
 type Emit = (topic: ChangeTopic, sessionId?: string) => void;
@@ -50,7 +54,7 @@ export class BridgeState {
   protected pendings: PendingSession[] = [];
   protected transcripts = new Map<string, Transcript>();
   protected loading = new Map<string, Promise<void>>();
-  protected trackers = new Map<string, { tracker: SyncTracker; activeAt: number; retries: number }>();
+  protected trackers = new Map<string, { tracker: SyncTracker; activeAt: number; retries: number; again: boolean }>();
   protected syncTimers = new Map<string, ReturnType<typeof setTimeout>>();
   protected outboxItems = new Map<string, StoredOutbox>();
   protected usageBySession = new Map<string, UsageData>();
@@ -106,7 +110,7 @@ export class BridgeState {
     const filters = () => subscriptionFilters(this.record.id, this.phonePubkey, this.lastStoredSeen);
     for (const id of [SUB_HEARTBEAT, SUB_STORED, SUB_LIVE]) this.pool.subscribe({ id, filters: () => filters()[id]! });
     for (const url of this.record.relays) this.pool.add(url);
-    this.timer = setInterval(() => this.housekeeping(), 5000);
+    this.timer = setInterval(() => this.housekeeping(), 2000);
   }
 
   close(): void {
@@ -302,6 +306,7 @@ export class BridgeState {
         else if (outcome === "done") {
           if (!active.tracker.complete) console.warn(`session ${message.sessionId}: sync ended with seqs missing: ${JSON.stringify(active.tracker.missing).slice(0, 200)}`);
           this.emit("sync", message.sessionId);
+          if (active.again) this.startSync(message.sessionId, true);
         }
         return;
       }
@@ -522,16 +527,19 @@ export class BridgeState {
   }
 
   /**
-   * A new sync for the session, or a new request within the running one. `fresh` (after a
-   * reconnect, or a sync that went quiet) starts over: a request sent on a connection that died
-   * may never have reached the bridge, and the tracker would wait for its sync-begin forever.
+   * A sync for the session. One request is outstanding at a time: the bridge keeps one sync per
+   * (session, phone) and drops a request for a session it has not adopted yet, so a second request
+   * would leave the first's sync-begin unattributable. A sync asked for while one runs is done
+   * once it ends. `fresh` (after a reconnect, or a request that got no answer) starts over.
    */
   protected startSync(sessionId: string, fresh = false, retries = 0): void {
     const active = this.trackers.get(sessionId);
-    if (fresh || active === undefined || active.tracker.done) {
-      this.trackers.set(sessionId, { tracker: new SyncTracker(sessionId), activeAt: Date.now(), retries });
-      this.emit("sync", sessionId);
+    if (!fresh && active !== undefined && !active.tracker.done) {
+      active.again = true;
+      return;
     }
+    this.trackers.set(sessionId, { tracker: new SyncTracker(sessionId), activeAt: Date.now(), retries, again: false });
+    this.emit("sync", sessionId);
     this.sendSyncRequest(sessionId);
   }
 
@@ -572,13 +580,17 @@ export class BridgeState {
       }
     }
     for (const [sessionId, active] of this.trackers) {
-      if (!active.tracker.done && now - active.activeAt > SYNC_IDLE_MS) {
+      if (active.tracker.done) continue;
+      const quiet = now - active.activeAt;
+      const begun = active.tracker.currentSyncId !== null || active.tracker.requests > 1;
+      if (quiet > SYNC_IDLE_MS || (!begun && quiet > SYNC_BEGIN_MS)) {
         active.tracker.done = true;
-        if (active.retries < SYNC_IDLE_RETRIES && this.pool.anyConnected()) {
-          console.warn(`session ${sessionId}: sync got no answer for ${SYNC_IDLE_MS / 1000} s; asking again`);
+        if (!this.pool.anyConnected()) {
+          this.emit("sync", sessionId); // the next connect starts a fresh sync
+        } else if (active.retries < SYNC_RETRIES) {
           this.startSync(sessionId, true, active.retries + 1);
         } else {
-          console.warn(`session ${sessionId}: sync got no answer for ${SYNC_IDLE_MS / 1000} s; it ends incomplete`);
+          console.warn(`session ${sessionId}: the bridge does not answer sync requests; the transcript may have gaps`);
           this.emit("sync", sessionId);
         }
       }

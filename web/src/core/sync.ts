@@ -1,7 +1,9 @@
-// The phone side of one session's transcript sync (PROTOCOL.md §11), as tests/support/phone_sync.py:
-// requests wait in a FIFO; a `sync-begin` belongs to the oldest request not yet begun; only the
-// `sync-end` of the latest begun sync counts; on it, [1, seqHigh] is checked against what was held
-// at the request plus `deliveredRanges`, and a gap is re-requested at once, a bounded number of times.
+// The phone side of one session's transcript sync (PROTOCOL.md §11), after
+// tests/support/phone_sync.py: requests wait in a FIFO and a `sync-begin` takes the oldest one.
+// The bridge keeps one sync per (session, phone) and a newer request replaces the running one, also
+// one sent by another tab with the same key: so the latest `sync-begin` is the sync, whoever asked,
+// and only its `sync-end` counts. On it, [1, seqHigh] is checked against what was held at the
+// request plus `deliveredRanges`; a gap is re-requested at once, a bounded number of times.
 import * as ranges from "./ranges";
 import type { Range } from "./ranges";
 
@@ -30,16 +32,15 @@ export class SyncTracker {
     this.waiting.push(ranges.normalize(have));
   }
 
-  onBegin(syncId: string, seqHigh: number): boolean {
-    const have = this.waiting.shift();
-    if (have === undefined) return false;
+  onBegin(syncId: string, seqHigh: number): void {
+    if (this.done) return;
+    const have = this.waiting.shift() ?? this.current?.have ?? [];
     this.current = { syncId, seqHigh, have };
-    return true;
   }
 
   onEnd(syncId: string, delivered: Iterable<readonly [number, number]>): SyncOutcome {
     const current = this.current;
-    if (current === null || syncId !== current.syncId || this.waiting.length > 0 || this.done) return "ignored";
+    if (current === null || syncId !== current.syncId || this.done) return "ignored";
     this.current = null;
     const gap = ranges.missing(ranges.union(current.have, delivered), 1, current.seqHigh);
     if (gap.length > 0 && this.rerequests < this.maxRerequests) {

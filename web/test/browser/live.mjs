@@ -140,17 +140,35 @@ try {
     await new Promise((r) => setTimeout(r, 700));
     execFileSync("sh", ["-c", process.env.KILL_CMD]);
     console.log("killed the bridge at", Date.now() - t, "ms");
-    await new Promise((r) => setTimeout(r, 1500));
+    await new Promise((r) => setTimeout(r, 300));
+    // typed while the bridge (and its embedded relay) is down: pending, then out on reconnect
+    const offline = await page.evaluate(async ({ id, sid }) => {
+      const client = globalThis.registry.get(id);
+      const sent = client.input(sid, "written offline").then(() => "published", (e) => e.message);
+      await new Promise((r) => setTimeout(r, 300));
+      const item = client.outbox(sid).find((o) => o.text === "written offline");
+      globalThis.offlineSent = sent;
+      return { state: item?.state, presence: client.presence() };
+    }, { id: first.id, sid: result.sid });
+    console.log("input while down", JSON.stringify(offline));
+    await new Promise((r) => setTimeout(r, 1200));
     execFileSync("sh", ["-c", process.env.RESTART_CMD]);
     console.log("restarted the bridge at", Date.now() - t, "ms");
     const caught = await page.evaluate(async ({ id, sid }) => {
       const client = globalThis.registry.get(id);
       const end = Date.now() + 90000;
       const done = () => client.transcript(sid).some((i) => i.entry.content === "line 3000 of 3000");
+      const t0 = Date.now();
+      const trace = setInterval(() => console.log(`trace +${Date.now() - t0} ms: entries ${client.transcript(sid).length} syncing ${client.syncing(sid)} presence ${client.presence()} relays ${JSON.stringify(client.relayStates())}`), 2000);
       while (!(done() && !client.syncing(sid)) && Date.now() < end) await new Promise((r) => setTimeout(r, 50));
+      clearInterval(trace);
       const seqs = client.transcript(sid).map((i) => i.seq);
       const gaps = seqs.filter((s, i) => i > 0 && s !== seqs[i - 1] + 1).length;
-      return { done: done(), entries: seqs.length, first: seqs[0], last: seqs[seqs.length - 1], gaps, presence: client.presence(), outbox: client.outbox(sid).map((o) => o.state) };
+      const echoed = await (async () => {
+        while (!client.transcript(sid).some((i) => i.entry.content === "echo: written offline") && Date.now() < end) await new Promise((r) => setTimeout(r, 50));
+        return client.outbox(sid).find((o) => o.text === "written offline")?.state;
+      })();
+      return { offlineInput: echoed, offlineSend: await globalThis.offlineSent, done: done(), entries: seqs.length, first: seqs[0], last: seqs[seqs.length - 1], gaps, presence: client.presence(), outbox: client.outbox(sid).map((o) => o.state) };
     }, { id: first.id, sid: result.sid });
     console.log("after kill -9", Date.now() - t, "ms", JSON.stringify(caught));
   }
