@@ -129,6 +129,10 @@ try {
   }
   if (process.env.RESTART_CMD) {
     // kill -9 the bridge mid-turn, start it again: the page must reconnect and catch up gap-free.
+    // A second registry in the same page (the first, from the reload, is still live) plays a second
+    // tab with the same key: both sync the session, each replacing the other's sync at the bridge.
+    // A second registry in the same page (the first from the reload is still live) plays a second
+    // tab with the same key: both sync the session, each replacing the other's sync at the bridge.
     const t = Date.now();
     await page.evaluate(async ({ id, sid }) => {
       const registry = await globalThis.core.openRegistry();
