@@ -43,17 +43,13 @@ def web_link(base: str, codedeck_url: str) -> str:
 
 
 async def pairing_link(daemon: DaemonProcess) -> tuple[str, str]:
-    """A fresh pairing window's web link and the bridge's pubkey (hex).
-
-    ``pair.open`` answers ``webUrl`` beside the ``codedeck://`` URL; where it does not, the link
-    is built from the same window by :func:`web_link`.
-    """
+    """A fresh pairing window's web link (``pair.open``'s ``webUrl``, the link ``pair`` prints)
+    and the bridge's pubkey (hex)."""
     opened = await daemon.call("pair.open", duration=600)
-    bridge = parse_pairing_url(opened["url"]).bridge_pubkey
     web = opened.get("webUrl")
-    if isinstance(web, str) and web:
-        return web, bridge
-    return web_link(base_url(daemon), opened["url"]), bridge
+    if not isinstance(web, str) or not web:
+        raise AssertionError(f"pair.open gave no webUrl: {sorted(opened)}")
+    return web, parse_pairing_url(opened["url"]).bridge_pubkey
 
 
 async def open_pairing_link(

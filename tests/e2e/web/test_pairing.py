@@ -7,6 +7,7 @@ import functools
 import http.server
 import threading
 from collections.abc import Iterator
+from urllib.parse import parse_qs, urlsplit
 
 import pytest
 
@@ -41,6 +42,18 @@ async def test_the_pairing_link_pairs_and_the_token_leaves_the_url(
     logs = await browser.logs()
     assert not logs.errors, logs.render()
     assert not logs.dialogs, logs.render()
+
+
+async def test_the_bridge_prints_the_web_link_of_the_shared_format(daemon: DaemonProcess) -> None:
+    """``pair``'s web link says what the codedeck:// link says, in the page's fragment format."""
+    opened = await daemon.call("pair.open", duration=600)
+    web = opened.get("webUrl")
+    assert isinstance(web, str), opened.keys()
+    ours = web_link(base_url(daemon), opened["url"])
+    split, expected = urlsplit(web), urlsplit(ours)
+    assert (split.scheme, split.netloc, split.path) == (expected.scheme, expected.netloc, "/")
+    assert split.query == ""  # the token stays in the fragment: never sent to a server
+    assert parse_qs(split.fragment) == parse_qs(expected.fragment)
 
 
 async def test_a_reload_keeps_the_key_and_the_transcript(
