@@ -8,7 +8,7 @@ import { PairScreen } from "./pair";
 import { parsePushPayload, pushTitle } from "./pushpayload";
 import { parseRoute, type Route } from "./route";
 import { SessionScreen } from "./session";
-import { RegistryContext } from "./state";
+import { RegistryContext, useChanges, useRegistry } from "./state";
 
 /** A notice from the service worker (a push that came while this page is visible). */
 export function pushNotice(data: unknown): string | null {
@@ -64,7 +64,19 @@ function Notice() {
   return text ? <div class="toast" role="status" onClick={() => setText(null)}>{text}</div> : null;
 }
 
+/** The tab's title counts the sessions waiting for the user (a glance from another tab). */
+function useWaitingTitle(registry: ClientRegistry): void {
+  useChanges({ topics: ["sessions", "bridges"] });
+  const waiting = registry.bridges().reduce((n, b) => n + b.sessions().filter((v) =>
+    !v.stale && (v.info.state === "waiting_permission" || v.info.state === "waiting_question")).length, 0);
+  useEffect(() => {
+    document.title = waiting > 0 ? `(${waiting}) CodeDeck` : "CodeDeck";
+  }, [waiting]);
+}
+
 function App() {
+  const registry = useRegistry();
+  useWaitingTitle(registry);
   const route = useRoute();
   const wide = useWide();
   if (route.kind === "pair") return <PairScreen fragment={route.fragment} />;
