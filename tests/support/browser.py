@@ -263,6 +263,12 @@ class Browser:
     async def select(self, selector: str, value: str, *, timeout: float = 10.0) -> list[str]:
         return list(await self.call("select", selector=selector, value=value, timeout=timeout))
 
+    async def set_files(self, selector: str, files: list[Path], *, timeout: float = 10.0) -> None:
+        """Choose `files` in the file input `selector` (as the user's file picker would)."""
+        await self.call(
+            "setFiles", selector=selector, files=[str(f) for f in files], timeout=timeout
+        )
+
     async def wait_for(
         self,
         selector: str,
