@@ -12,15 +12,19 @@ in CI (``CI`` set) it fails instead, so a machine that lost its browser cannot p
 from __future__ import annotations
 
 import contextlib
+import functools
+import http.server
 import os
 import re
 import shutil
 import socket
+import threading
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from pathlib import Path
 
 import pytest
 
+from bridge.webclient import STATIC_DIR
 from tests.support.browser import Browser, missing_browser, need
 from tests.support.daemon import DaemonProcess, kill_hosts_under
 
@@ -52,15 +56,23 @@ def workspace(tmp_path: Path) -> Path:
     return path
 
 
-def web_daemon(tmp_path: Path, workspace: Path, env: dict[str, str] | None = None) -> DaemonProcess:
+def web_daemon(
+    tmp_path: Path,
+    workspace: Path,
+    env: dict[str, str] | None = None,
+    *,
+    name: str = "home",
+    machine: str = "testbox",
+) -> DaemonProcess:
     """A daemon (not started) serving its embedded relay and the web app on a port of its own."""
     port = free_port()
-    home = tmp_path / "home"
+    home = tmp_path / name
     home.mkdir(mode=0o700, exist_ok=True)
     return DaemonProcess(
         home,
         [],
         workspace,
+        machine=machine,
         extra_args=["--embedded-relay", f"127.0.0.1:{port}"],
         env={"CODEDECK_TRANSCRIPT_KEEP_LAST": "0", **(env or {})},
     )
@@ -105,3 +117,23 @@ def shoot(request: pytest.FixtureRequest, tmp_path: Path) -> Shoot:
         return path
 
     return take
+
+
+@pytest.fixture
+def static_host() -> Iterator[str]:
+    """The shipped app's files served by a plain static server on 127.0.0.1 (its base URL):
+    CodeDeck Web hosted apart from the bridge, as ``deploy/web/`` describes."""
+    handler = functools.partial(_QuietFiles, directory=str(STATIC_DIR))
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_port}/"
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+class _QuietFiles(http.server.SimpleHTTPRequestHandler):
+    def log_message(self, format: str, *args: object) -> None:
+        pass

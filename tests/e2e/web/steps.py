@@ -42,13 +42,19 @@ async def _session_ids(browser: Browser) -> set[str]:
     return {s for s in await browser.attrs(tid("session-item"), "data-session-id") if s}
 
 
-async def create_session(browser: Browser, bridge: str, cwd: str | None = None) -> str:
-    """New session (the scripted agent's default folder, or `cwd`); opened; its id."""
+async def create_session(
+    browser: Browser, bridge: str, cwd: str | None = None, *, within: str | None = None
+) -> str:
+    """New session (the agent's default folder, or `cwd`); opened; its id.
+
+    With several bridges listed, `within` names the one whose form to use (its pubkey).
+    """
+    scope = f"{tid('bridge-item', bridge_id=within)} " if within else ""
     before = await _session_ids(browser)
-    await browser.click(tid("new-session"))
+    await browser.click(f"{scope}button{tid('new-session')}")
     if cwd is not None:
-        await browser.fill(tid("new-session-cwd"), cwd)
-    await browser.click(tid("new-session-submit"))
+        await browser.fill(f"{scope}{tid('new-session-cwd')}", cwd)
+    await browser.click(f"{scope}{tid('new-session-submit')}")
     deadline = time.monotonic() + WAIT
     while time.monotonic() < deadline:
         route = str(await browser.eval("location.hash"))

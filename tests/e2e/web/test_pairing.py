@@ -3,15 +3,8 @@
 from __future__ import annotations
 
 import asyncio
-import functools
-import http.server
-import threading
-from collections.abc import Iterator
 from urllib.parse import parse_qs, urlsplit
 
-import pytest
-
-from bridge.webclient import STATIC_DIR
 from tests.e2e.web.conftest import Shoot
 from tests.e2e.web.steps import (
     WAIT,
@@ -80,26 +73,6 @@ async def test_a_reload_keeps_the_key_and_the_transcript(
     # And a page opened at the bare address (no fragment) is the same client.
     await browser.goto(base_url(daemon))
     await browser.wait_for(tid("bridge-item", bridge_id=bridge), timeout=WAIT)
-
-
-@pytest.fixture
-def static_host() -> Iterator[str]:
-    """The shipped app's files served by a plain static server on 127.0.0.1 (its base URL):
-    CodeDeck Web hosted apart from the bridge, as ``deploy/web/`` describes."""
-    handler = functools.partial(_QuietFiles, directory=str(STATIC_DIR))
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{server.server_port}/"
-    finally:
-        server.shutdown()
-        server.server_close()
-
-
-class _QuietFiles(http.server.SimpleHTTPRequestHandler):
-    def log_message(self, format: str, *args: object) -> None:
-        pass
 
 
 async def test_hosted_apart_the_transcript_shows_from_this_device_while_the_bridge_is_down(
