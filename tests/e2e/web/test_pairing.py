@@ -19,7 +19,7 @@ from tests.e2e.web.steps import (
 from tests.support.browser import Browser
 from tests.support.daemon import DaemonProcess
 from tests.support.phone_pairing import parse_pairing_url
-from tests.support.web_pairing import open_pairing_link, web_link
+from tests.support.web_pairing import open_pairing_link, pairing_link, web_link
 
 
 async def test_the_pairing_link_pairs_and_the_token_leaves_the_url(
@@ -121,3 +121,19 @@ async def test_pairing_by_npub(daemon: DaemonProcess, browser: Browser, shoot: S
     await shoot(browser, "paired-by-npub")
     [phone] = await daemon.call("phones.list")
     assert phone["label"] == "Chromium by npub"
+
+
+async def test_a_wrong_token_is_refused_and_said(
+    daemon: DaemonProcess, browser: Browser, shoot: Shoot
+) -> None:
+    link, bridge = await pairing_link(daemon)
+    token = link.rsplit("token=", 1)[1].split("&", 1)[0]
+    await browser.goto(link.replace(f"token={token}", "token=not-the-token"))
+    await browser.wait_for(tid("pair-submit"), timeout=WAIT)
+    if await browser.count(tid("pair-label")):
+        await browser.fill(tid("pair-label"), "Wrong token")
+    await browser.click(tid("pair-submit"))
+    await browser.wait_for(tid("pair-error"), timeout=WAIT)
+    await shoot(browser, "wrong-token")
+    assert await browser.count(tid("bridge-item", bridge_id=bridge)) == 0
+    assert await daemon.call("phones.list") == []
