@@ -33,7 +33,8 @@ export class BridgeClientImpl extends BridgeState implements BridgeClient {
     if (options.createCwd !== undefined) command.createCwd = options.createCwd;
     if (options.agent) command.agent = options.agent;
     const placeholder: PendingSession = { pendingId: null, cwd: options.cwd ?? "", createdAt: Date.now() };
-    this.pendings.push(placeholder);
+    // A failed creation is shown until the user tries again.
+    this.pendings = [...this.pendings.filter((p) => p.failed === undefined), placeholder];
     this.emit("pending");
     try {
       await this.send(command);

@@ -45,6 +45,8 @@ class Registry implements ClientRegistry {
     const doc = (globalThis as { document?: { visibilityState?: string; addEventListener(t: string, f: () => void): void } }).document;
     doc?.addEventListener("visibilitychange", () => {
       if (doc.visibilityState === "visible") wake();
+      // A page being hidden may be closed next: write what is pending now.
+      else for (const client of this.clients.values()) void client.store.flush();
     });
   }
 
