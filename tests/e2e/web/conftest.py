@@ -95,9 +95,12 @@ async def browser(tmp_path: Path, shoot: Shoot) -> AsyncIterator[Browser]:
         try:
             yield running
         finally:
-            # A dead page must not hide the test's own failure.
+            # A dead page must not hide the test's own failure. What the page logged is printed
+            # (pytest shows it for a failed test only) beside its last screen.
             with contextlib.suppress(Exception):
                 await shoot(running, "last")
+            with contextlib.suppress(Exception):
+                print(f"--- the page's logs ---\n{(await running.logs()).render()}")
 
 
 @pytest.fixture
