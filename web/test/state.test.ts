@@ -157,3 +157,14 @@ test("question answers: one option by keypress, several or free text by question
   assert.deepEqual(sent.at(-1), { type: "keypress", sessionId: "s", key: "1", context: "question" });
   await assert.rejects(c.answerQuestion(second, []));
 });
+
+test("an outbox item learns the seq of its user entry (oldest item with that text first)", async () => {
+  const { c, feed } = client();
+  (c as unknown as { publishEvents: () => Promise<void> }).publishEvents = async () => {};
+  await c.input("s", "same");
+  await c.input("s", "same");
+  feed({ type: "output", sessionId: "s", seq: 7, entry: { entryType: "text", content: "same", timestamp: "t", metadata: { role: "user" } } }, 24515);
+  assert.deepEqual(c.outbox("s").map((o) => o.seq), [7, undefined]);
+  feed({ type: "output", sessionId: "s", seq: 8, entry: { entryType: "text", content: "same", timestamp: "t", metadata: { role: "assistant" } } }, 24515);
+  assert.deepEqual(c.outbox("s").map((o) => o.seq), [7, undefined]);
+});

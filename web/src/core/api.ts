@@ -116,6 +116,9 @@ export interface OutboxItem {
   state: OutboxState;
   reason?: string; // input-failed reason, or why publishing failed
   createdAt: number;
+  /** The seq of the transcript's user entry for this input, once it arrived (the UI may then
+   * show the entry instead of the outbox item). Matched by text, oldest item first. */
+  seq?: number;
 }
 
 export interface TranscriptItem { seq: number; entry: OutputEntry }

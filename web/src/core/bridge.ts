@@ -1,19 +1,25 @@
-// One paired bridge, live (api.ts BridgeClient): the commands a v10 phone sends (PROTOCOL.md §7),
-// on top of the state and the inbound side of state.ts. Every command carries `v: 10` and
+// One paired bridge, live (api.ts BridgeClient): the commands a v10 phone sends (PROTOCOL.md §7)
+// and the outbox of inputs (pending → published → confirmed / failed, kept in IndexedDB), on top
+// of the state and the inbound side of state.ts. Every command carries `v: 10` and
 // `caps` and goes out as kind 4515 to the bridge (wire.ts); a send resolves once a relay accepted it.
+import type { Event } from "nostr-tools/pure";
 import { npubEncode } from "nostr-tools/nip19";
-import type { BridgeClient, Card, CreateSessionOptions, EffortLevel, OutboxItem, PendingSession, PermissionMode } from "./api";
-import { BridgeState, OPENED_CAPACITY, RESEND_SAME_EVENT_S, type Command } from "./state";
+import type {
+  BridgeClient, Card, CreateSessionOptions, EffortLevel, OutboxItem, PendingSession, PermissionMode, TranscriptItem,
+} from "./api";
+import { BridgeState, OfflineError, OPENED_CAPACITY, type Command } from "./state";
 import type { StoredOutbox } from "./store";
 import { base64, base64Room, cut, mimeTypeOf } from "./upload";
-import { nowSeconds, randomHex } from "./wire";
+import { nowSeconds, randomHex, sealCommand } from "./wire";
 
 export { emptyRow } from "./store";
 export { subscriptionFilters } from "./wire";
 export { expectedKind } from "./inbound";
-export { OfflineError } from "./state";
 
 const REPLY_TIMEOUT_MS = 30_000;
+/** An input event older than this is not sent again (the bridge drops commands older than 300 s). */
+export const RESEND_SAME_EVENT_S = 240;
+const OUTBOX_KEEP_MS = 3_600_000;
 
 export class BridgeClientImpl extends BridgeState implements BridgeClient {
   // ---- commands ---------------------------------------------------------------------------------
@@ -206,5 +212,83 @@ export class BridgeClientImpl extends BridgeState implements BridgeClient {
   /** The npub of this device's key for this bridge. */
   get phoneNpub(): string {
     return npubEncode(this.phonePubkey);
+  }
+
+  // ---- the outbox ----------------------------------------------------------------------------------
+
+  protected sealInput(item: OutboxItem): Event[] {
+    return sealCommand(this.secret, this.conversationKey, this.record.id, { type: "input", sessionId: item.sessionId, text: item.text, inputId: item.inputId });
+  }
+
+  /**
+   * Publishes an input's events. Offline, the item stays pending and goes out (the same events)
+   * when a relay connects, or fails once it is too old to send; a relay's refusal fails it now.
+   */
+  protected async publishInput(stored: StoredOutbox): Promise<void> {
+    try {
+      await this.publishEvents(stored.events);
+    } catch (err) {
+      if (stored.item.state === "pending" && !(err instanceof OfflineError)) {
+        this.setOutbox(stored.item.inputId, "failed", err instanceof Error ? err.message : String(err));
+      }
+      throw err;
+    }
+    if (stored.item.state === "pending") this.setOutbox(stored.item.inputId, "published");
+  }
+
+  protected setOutbox(inputId: string, state: OutboxItem["state"], reason?: string): void {
+    const stored = this.outboxItems.get(inputId);
+    if (stored === undefined) return;
+    if (stored.item.state === "confirmed" && state !== "confirmed") return; // an ack is final
+    const item: OutboxItem = { ...stored.item, state };
+    if (reason !== undefined) item.reason = reason;
+    else delete item.reason;
+    stored.item = item;
+    this.store.outboxItem(inputId, stored);
+    this.emit("outbox", item.sessionId);
+  }
+
+  /** After a (re)connect: inputs that never reached a relay go out again (the same events). */
+  protected republishPending(): void {
+    for (const stored of this.outboxItems.values()) {
+      if (stored.item.state !== "pending") continue;
+      const first = stored.events[0];
+      if (first === undefined || nowSeconds() - first.created_at > RESEND_SAME_EVENT_S) {
+        this.setOutbox(stored.item.inputId, "failed", "Not delivered before the page closed");
+        continue;
+      }
+      void this.publishInput(stored).catch(() => undefined);
+    }
+  }
+
+  /** A user entry of the transcript: the oldest outbox item of the session with its text gets its seq. */
+  protected matchOutbox(sessionId: string, seq: number, entry: TranscriptItem["entry"]): void {
+    if (entry.entryType !== "text" || entry.metadata?.role !== "user") return;
+    let match: StoredOutbox | undefined;
+    for (const stored of this.outboxItems.values()) {
+      const item = stored.item;
+      if (item.sessionId !== sessionId || item.seq !== undefined || item.text !== entry.content) continue;
+      if (match === undefined || item.createdAt < match.item.createdAt) match = stored;
+    }
+    if (match === undefined) return;
+    match.item = { ...match.item, seq };
+    this.store.outboxItem(match.item.inputId, match);
+    this.emit("outbox", sessionId);
+  }
+
+  protected outboxHousekeeping(now: number): void {
+    for (const [inputId, stored] of this.outboxItems) {
+      // Confirmed inputs whose entry is in the transcript are kept an hour, then dropped.
+      if (stored.item.state === "confirmed" && stored.item.seq !== undefined && now - stored.item.createdAt > OUTBOX_KEEP_MS) {
+        this.outboxItems.delete(inputId);
+        this.store.outboxItem(inputId, null);
+      }
+    }
+    for (const stored of this.outboxItems.values()) {
+      const first = stored.events[0];
+      if (stored.item.state === "pending" && (first === undefined || nowSeconds() - first.created_at > RESEND_SAME_EVENT_S)) {
+        this.setOutbox(stored.item.inputId, "failed", "Not delivered: no relay was reachable");
+      }
+    }
   }
 }

@@ -28,13 +28,13 @@ const SYNC_IDLE_MS = 30_000;
  * a session it has not adopted yet (the seconds after a restart). */
 const SYNC_BEGIN_MS = 5_000;
 const SYNC_RETRIES = 6;
-export const RESEND_SAME_EVENT_S = 240;
+
 
 type Emit = (topic: ChangeTopic, sessionId?: string) => void;
 export type Command = { type: string } & Record<string, unknown>;
 
 /** The state of one bridge and everything that changes it; bridge.ts adds the commands. */
-export class BridgeState {
+export abstract class BridgeState {
   readonly record: BridgeRecord;
   readonly phonePubkey: string;
   protected readonly secret: Uint8Array;
@@ -475,7 +475,7 @@ export class BridgeState {
     this.store.entry(sessionId, seq, entry);
     this.emit("transcript", sessionId);
     this.emit("cards", sessionId);
-    if (entry.metadata?.role === "user") this.emit("outbox", sessionId);
+    this.matchOutbox(sessionId, seq, entry);
     // A live seq that jumps over a gap: repair it (only for sessions this device shows).
     if (this.opened.includes(sessionId) && t.loaded && seq > 1 && !t.has(seq - 1) && !this.syncing(sessionId)) {
       this.scheduleSync(sessionId, 500);
@@ -492,6 +492,7 @@ export class BridgeState {
       if (seq < range[0] || seq > range[1]) console.warn(`session ${sessionId}: sync entry seq ${seq} outside its chunk [${range[0]}, ${range[1]}]`);
       if (t.insert(seq, entry, "sync") === "inserted") {
         this.store.entry(sessionId, seq, entry);
+        this.matchOutbox(sessionId, seq, entry);
         inserted++;
       }
     }
@@ -573,12 +574,7 @@ export class BridgeState {
 
   protected housekeeping(): void {
     const now = Date.now();
-    for (const stored of this.outboxItems.values()) {
-      const first = stored.events[0];
-      if (stored.item.state === "pending" && (first === undefined || nowSeconds() - first.created_at > RESEND_SAME_EVENT_S)) {
-        this.setOutbox(stored.item.inputId, "failed", "Not delivered: no relay was reachable");
-      }
-    }
+    this.outboxHousekeeping(now);
     for (const [sessionId, active] of this.trackers) {
       if (active.tracker.done) continue;
       const quiet = now - active.activeAt;
@@ -643,51 +639,17 @@ export class BridgeState {
     }
   }
 
-  protected sealInput(item: OutboxItem): Event[] {
-    return sealCommand(this.secret, this.conversationKey, this.record.id, { type: "input", sessionId: item.sessionId, text: item.text, inputId: item.inputId });
-  }
+  /** After a (re)connect: inputs that never reached a relay go out again. */
+  protected abstract republishPending(): void;
+  /** A user entry arrived: the outbox item it answers learns its seq. */
+  protected abstract matchOutbox(sessionId: string, seq: number, entry: TranscriptItem["entry"]): void;
+  /** Every few seconds: outbox items that are too old to send, or done with. */
+  protected abstract outboxHousekeeping(now: number): void;
+  /** An input-ack or input-failed for an input of this device. */
+  protected abstract setOutbox(inputId: string, state: OutboxItem["state"], reason?: string): void;
 
-  /**
-   * Publishes an input's events. Offline, the item stays pending and goes out (the same events)
-   * when a relay connects, or fails once it is too old to send; a relay's refusal fails it now.
-   */
-  protected async publishInput(stored: StoredOutbox): Promise<void> {
-    try {
-      await this.publishEvents(stored.events);
-    } catch (err) {
-      if (stored.item.state === "pending" && !(err instanceof OfflineError)) {
-        this.setOutbox(stored.item.inputId, "failed", err instanceof Error ? err.message : String(err));
-      }
-      throw err;
-    }
-    if (stored.item.state === "pending") this.setOutbox(stored.item.inputId, "published");
-  }
-
-  protected setOutbox(inputId: string, state: OutboxItem["state"], reason?: string): void {
-    const stored = this.outboxItems.get(inputId);
-    if (stored === undefined) return;
-    if (stored.item.state === "confirmed" && state !== "confirmed") return; // an ack is final
-    const item: OutboxItem = { ...stored.item, state };
-    if (reason !== undefined) item.reason = reason;
-    else delete item.reason;
-    stored.item = item;
-    this.store.outboxItem(inputId, stored);
-    this.emit("outbox", item.sessionId);
-  }
-
-  /** After a (re)connect: inputs that never reached a relay go out again (the same events). */
-  protected republishPending(): void {
-    for (const stored of this.outboxItems.values()) {
-      if (stored.item.state !== "pending") continue;
-      const first = stored.events[0];
-      if (first === undefined || nowSeconds() - first.created_at > RESEND_SAME_EVENT_S) {
-        this.setOutbox(stored.item.inputId, "failed", "Not delivered before the page closed");
-        continue;
-      }
-      void this.publishInput(stored).catch(() => undefined);
-    }
-  }
 }
+
 
 /** No relay is connected: an input stays pending until one is. */
 export class OfflineError extends Error {}
