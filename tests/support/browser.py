@@ -326,6 +326,10 @@ class Browser:
     async def set_offline(self, offline: bool) -> None:
         await self.call("setOffline", offline=offline)
 
+    async def accept_dialogs(self, accept: bool = True) -> None:
+        """Answer the page's next dialogs with OK (a confirm() the user agrees to), or dismiss."""
+        await self.call("dialogs", accept=accept)
+
     async def logs(self, *, clear: bool = False) -> PageLogs:
         value = await self.call("logs", clear=clear)
         return PageLogs(

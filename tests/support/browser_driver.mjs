@@ -13,7 +13,8 @@
 // The profile dir is a persistent context (launchPersistentContext): IndexedDB, the service
 // worker and localStorage survive a reload within one test, and the next test starts empty.
 // Console messages, page errors and dialogs are recorded from the start (the `logs` command);
-// every dialog is dismissed, so a hostile alert() cannot hang a test but is still seen.
+// every dialog is dismissed (or, after `dialogs {accept: true}`, accepted: a confirm() the user
+// says yes to), so a hostile alert() cannot hang a test but is still seen.
 import { createRequire } from "node:module";
 import { dirname, join, resolve } from "node:path";
 import { createInterface } from "node:readline";
@@ -58,6 +59,7 @@ const context = await chromium.launchPersistentContext(profile, {
 const console_ = [];
 const errors = [];
 const dialogs = [];
+let acceptDialogs = false;
 const page = context.pages()[0] ?? (await context.newPage());
 page.on("console", (message) => {
   const where = message.location();
@@ -70,7 +72,7 @@ page.on("console", (message) => {
 page.on("pageerror", (error) => errors.push(String(error && error.stack ? error.stack : error)));
 page.on("dialog", (dialog) => {
   dialogs.push({ type: dialog.type(), message: dialog.message() });
-  dialog.dismiss().catch(() => {});
+  (acceptDialogs ? dialog.accept() : dialog.dismiss()).catch(() => {});
 });
 // CSP violations as the page sees them (the console shows them too, worded per browser version).
 await context.addInitScript(() => {
@@ -174,6 +176,10 @@ const HANDLERS = {
   },
   async setOffline(cmd) {
     await context.setOffline(Boolean(cmd.offline));
+    return null;
+  },
+  async dialogs(cmd) {
+    acceptDialogs = Boolean(cmd.accept);
     return null;
   },
   async logs(cmd) {
