@@ -53,14 +53,16 @@ async def pairing_link(daemon: DaemonProcess) -> tuple[str, str]:
 
 
 async def open_pairing_link(
-    browser: Browser, link: str, bridge: str, label: str, *, timeout: float
+    browser: Browser, link: str, bridge: str, label: str, *, timeout: float, navigate: bool = True
 ) -> None:
     """Open `link` and return once the page lists `bridge` as paired and online.
 
     The page may ask for this device's label first (``pair-screen``: ``pair-label``,
-    ``pair-submit``) or pair straight away; both are the user's path.
+    ``pair-submit``) or pair straight away; both are the user's path. ``navigate=False``: the
+    caller has opened the link already (to time the page's load on its own).
     """
-    await browser.goto(link)
+    if navigate:
+        await browser.goto(link)
     bridge_item = tid("bridge-item", bridge_id=bridge)
     await browser.wait_for(f"{bridge_item}, {tid('pair-submit')}", timeout=timeout)
     if await browser.count(bridge_item) == 0 and await browser.visible(tid("pair-submit")):
