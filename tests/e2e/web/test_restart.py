@@ -53,6 +53,7 @@ async def test_kill_9_mid_turn_then_restart_catches_up_gap_free(
     shown = await wait_entries_match_store(browser, daemon, session, timeout=120)
     assert len(shown) > len(shown_at_kill)
     assert shown == list(range(1, shown[-1] + 1))  # 1..seqHigh, no gap, no duplicate
+    await browser.wait_for(tid("sync-status", syncing="false"), state="attached", timeout=WAIT)
     await shoot(browser, "caught-up")
     # And the session goes on live after the catch-up.
     await send(browser, "after the restart")
