@@ -110,6 +110,15 @@ async def test_a_hostile_transcript_renders_as_text(
     logs = await browser.logs()
     assert not logs.dialogs, logs.render()
     assert not logs.errors, logs.render()
+    # The page itself runs under the bridge's strict policy: no inline script, no remote image.
+    policy = await browser.eval(
+        "fetch(location.pathname).then(r => r.headers.get('content-security-policy'))"
+    )
+    assert isinstance(policy, str), policy
+    directives = {d.split()[0]: d.split()[1:] for d in policy.split(";") if d.strip()}
+    assert directives["script-src"] == ["'self'"], policy
+    assert directives["default-src"] == ["'none'"], policy
+    assert not any(origin in value for value in policy.split()), policy
     csp = await browser.eval("window.__cdbCsp")
     assert csp == [], f"CSP violations: {csp}"
     violations = [m for m in logs.console if "Content Security Policy" in m.text]
