@@ -60,7 +60,25 @@ test("machineOffline: presence offline, sessions kept", () => {
   feed(heartbeat([info("a", { state: "offline" })], { machineOffline: true }), 30515);
   assert.equal(c.machine()?.machineOffline, true);
   assert.equal(c.sessions().length, 1);
-  assert.notEqual(c.presence(), "online");
+  assert.equal(c.presence(), "offline");
+});
+
+test("every relay gone: connecting for a grace, then offline", () => {
+  const { c, feed } = client();
+  const inner = c as unknown as {
+    pool: { anyConnected: () => boolean }; disconnectedAt: number;
+    onRelayState: (relay: string, connected: boolean) => void; everConnected: boolean;
+  };
+  let up = true;
+  inner.pool.anyConnected = () => up;
+  inner.everConnected = true;
+  feed(heartbeat([info("a")]), 30515);
+  assert.equal(c.presence(), "online");
+  up = false;
+  inner.onRelayState("ws://r", false);
+  assert.equal(c.presence(), "connecting");
+  inner.disconnectedAt -= 10_001;
+  assert.equal(c.presence(), "offline");
 });
 
 test("create-session: the placeholder gets the pendingId, and a heartbeat listing it resolves it", async () => {

@@ -20,6 +20,9 @@ import { RESPONSE_KIND, SUB_HEARTBEAT, SUB_LIVE, SUB_STORED, bytesToHex, hexToBy
 import * as ranges from "./ranges";
 
 export const HEARTBEAT_STALE_MS = 150_000;
+/** How long a machine whose relays all dropped still shows "connecting" (a relay's blip, a
+ * bridge restarting) before it shows "offline": the embedded relay stops with its bridge. */
+export const RECONNECT_GRACE_MS = 10_000;
 const TOMBSTONE_CAPACITY = 200;
 export const OPENED_CAPACITY = 10;
 /** A sync that got chunks and then nothing for this long is asked again (the bridge resends at 10 s and 20 s). */
@@ -170,14 +173,21 @@ export abstract class BridgeState {
   // ---- reads ------------------------------------------------------------------------------------
 
   presence(): Presence {
-    const fresh = this.heartbeatAt > 0 && Date.now() - this.heartbeatAt < HEARTBEAT_STALE_MS;
-    if (!this.pool.anyConnected()) return fresh ? "connecting" : this.everConnected ? "offline" : "connecting";
+    const now = Date.now();
+    const fresh = this.heartbeatAt > 0 && now - this.heartbeatAt < HEARTBEAT_STALE_MS;
+    // A clean stop says so in its last heartbeat, whether or not a relay is still connected.
     if (this.machineInfo?.machineOffline) return "offline";
+    if (!this.pool.anyConnected()) {
+      if (!this.everConnected) return "connecting";
+      return fresh && now - this.disconnectedAt < RECONNECT_GRACE_MS ? "connecting" : "offline";
+    }
     if (fresh) return "online";
     return this.heartbeatEose.size > 0 ? "offline" : "connecting";
   }
 
   protected everConnected = false;
+  /** When the last connected relay dropped (ms since epoch). */
+  protected disconnectedAt = 0;
 
   relayStates(): Record<string, boolean> {
     return this.pool.states();
@@ -247,6 +257,7 @@ export abstract class BridgeState {
       this.scheduleReconnectWork();
     } else {
       this.heartbeatEose.delete(_relay);
+      if (!this.pool.anyConnected()) this.disconnectedAt = Date.now();
     }
     this.emit("presence");
     this.updatePresence();
