@@ -28,3 +28,8 @@ const common = {
 };
 await build({ ...common, entryPoints: [join(here, "src", "main.tsx")], format: "esm", outfile: join(out, "app.js") });
 await build({ ...common, entryPoints: [join(here, "src", "sw.ts")], format: "iife", outfile: join(out, "sw.js") });
+// The stylesheet is copied with the public files, then replaced by its minified form.
+await build({
+  entryPoints: [join(here, "public", "app.css")], minify: true, charset: "utf8", logLevel: "warning",
+  target: common.target, outfile: join(out, "app.css"), allowOverwrite: true,
+});
