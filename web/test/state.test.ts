@@ -186,3 +186,16 @@ test("an outbox item learns the seq of its user entry (oldest item with that tex
   feed({ type: "output", sessionId: "s", seq: 8, entry: { entryType: "text", content: "same", timestamp: "t", metadata: { role: "assistant" } } }, 24515);
   assert.deepEqual(c.outbox("s").map((o) => o.seq), [7, undefined]);
 });
+
+test("missing: the seqs below the heartbeat's seqHigh this device does not hold", () => {
+  const { c, feed } = client();
+  const book = (c as unknown as { book: (id: string) => { loaded: boolean; insert: (seq: number, e: unknown, src: string) => void } }).book("a");
+  book.loaded = true;
+  feed(heartbeat([info("a", { seqHigh: 10, lineCount: 10 })]), 30515);
+  const entry = { entryType: "text", content: "x", timestamp: "t" };
+  for (const seq of [1, 2, 3, 7]) book.insert(seq, entry, "test");
+  assert.equal(c.missing("a"), 6);
+  for (const seq of [4, 5, 6, 8, 9, 10]) book.insert(seq, entry, "test");
+  assert.equal(c.missing("a"), 0);
+  assert.equal(c.missing("unknown"), 0);
+});

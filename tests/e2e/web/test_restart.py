@@ -54,6 +54,13 @@ async def test_kill_9_mid_turn_then_restart_catches_up_gap_free(
     assert len(shown) > len(shown_at_kill)
     assert shown == list(range(1, shown[-1] + 1))  # 1..seqHigh, no gap, no duplicate
     await browser.wait_for(tid("sync-status", syncing="false"), state="attached", timeout=WAIT)
+    assert await browser.attr(tid("sync-status"), "data-missing") == "0"
+    # The view followed the catch-up to its end (the page never left the bottom).
+    gap = await browser.eval(
+        "(() => { const t = document.querySelector('[data-testid=transcript]');"
+        " return t.scrollHeight - t.scrollTop - t.clientHeight; })()"
+    )
+    assert gap < 48, f"the transcript stopped {gap} px above its end after the catch-up"
     await shoot(browser, "caught-up")
     # And the session goes on live after the catch-up.
     await send(browser, "after the restart")

@@ -164,6 +164,9 @@ export interface BridgeClient {
   transcript(sessionId: string): TranscriptItem[]; // ascending seq, no duplicates
   /** Seqs the client knows it is missing (gaps below seqHigh), while a sync repairs them. */
   syncing(sessionId: string): boolean;
+  /** How many seqs below the highest this device knows of (the heartbeat's seqHigh, the live
+   * stream's) it does not hold: after a sync this is 0, unless the bridge is out of reach. */
+  missing(sessionId: string): number;
   outbox(sessionId: string): OutboxItem[];
   cards(sessionId: string): Card[];
   usage(sessionId: string): UsageData | null;

@@ -226,6 +226,14 @@ export abstract class BridgeState {
     return active !== undefined && !active.tracker.done;
   }
 
+  missing(sessionId: string): number {
+    const t = this.transcripts.get(sessionId);
+    if (t === undefined || !t.loaded) return 0;
+    const info = this.sessionViews.get(sessionId)?.info;
+    const seqHigh = Math.max(t.highest(), info?.seqHigh ?? info?.lineCount ?? 0);
+    return ranges.size(ranges.missing(t.haveRanges(), 1, seqHigh));
+  }
+
   outbox(sessionId: string): OutboxItem[] {
     return [...this.outboxItems.values()].map((s) => s.item).filter((i) => i.sessionId === sessionId)
       .sort((a, b) => a.createdAt - b.createdAt);

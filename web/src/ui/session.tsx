@@ -37,11 +37,23 @@ class Block extends Component<{ items: TranscriptItem[] }> {
 function Transcript({ items }: { items: TranscriptItem[] }) {
   const scroller = useRef<HTMLDivElement>(null);
   const atBottom = useRef(true);
+  // Only the user leaves the bottom: blocks off screen have an estimated height (content-visibility),
+  // so the page's own scrolls and the layout settling after them fire scroll events too.
+  const intentAt = useRef(0);
   const last = items.length > 0 ? items[items.length - 1]!.seq : -1;
 
+  const onIntent = () => {
+    intentAt.current = performance.now();
+  };
   const onScroll = () => {
     const el = scroller.current;
-    if (el) atBottom.current = el.scrollHeight - el.scrollTop - el.clientHeight < 48;
+    if (!el) return;
+    if (el.scrollHeight - el.scrollTop - el.clientHeight < 48) atBottom.current = true;
+    else if (performance.now() - intentAt.current < 1000) {
+      atBottom.current = false;
+      intentAt.current = performance.now(); // a fling goes on scrolling after the finger left
+    }
+    else if (atBottom.current) el.scrollTop = el.scrollHeight; // a block below took its real size
   };
   useLayoutEffect(() => {
     const el = scroller.current;
@@ -49,7 +61,9 @@ function Transcript({ items }: { items: TranscriptItem[] }) {
   }, [last, items.length]);
 
   return (
-    <div class="transcript" data-testid="transcript" ref={scroller} onScroll={onScroll} role="log" aria-live="polite" aria-relevant="additions">
+    <div class="transcript" data-testid="transcript" ref={scroller} onScroll={onScroll} onWheel={onIntent}
+      onTouchStart={onIntent} onTouchMove={onIntent} onPointerDown={onIntent} onKeyDown={onIntent}
+      role="log" aria-live="polite" aria-relevant="additions">
       {items.length === 0 ? <div class="empty muted">No messages yet.</div> : null}
       {blocks(items).map((block, i) => <Block key={i} items={block} />)}
     </div>
@@ -71,6 +85,7 @@ function Meters({ client, sessionId, percent }: { client: BridgeClient; sessionI
   const usage = client.usage(sessionId);
   const cost = usage?.sessionCostUsd;
   const syncing = client.syncing(sessionId);
+  const missing = syncing ? 0 : client.missing(sessionId);
   const pct = percent === undefined ? undefined : Math.max(0, Math.min(100, percent));
   return (
     <div class="meters">
@@ -80,8 +95,9 @@ function Meters({ client, sessionId, percent }: { client: BridgeClient; sessionI
         <span class="small">{pct === undefined ? "context —" : `${Math.round(pct)}% context`}</span>
       </div>
       <span class="small" data-testid="usage-cost">{typeof cost === "number" ? `$${cost.toFixed(cost < 1 ? 3 : 2)}` : "$ —"}</span>
-      <span class={`small sync${syncing ? " on" : ""}`} data-testid="sync-status" data-syncing={String(syncing)}>
-        {syncing ? "syncing…" : "in sync"}
+      <span class={`small sync${syncing || missing > 0 ? " on" : ""}`} data-testid="sync-status"
+        data-syncing={String(syncing)} data-missing={String(missing)}>
+        {syncing ? "syncing…" : missing > 0 ? `${missing} missing` : "in sync"}
       </span>
     </div>
   );

@@ -110,6 +110,7 @@ class FakeClient implements BridgeClient {
   pending() { return this.pend; }
   transcript(id: string) { return this.items.get(id) ?? []; }
   syncing(id: string) { return this.syncingSet.has(id); }
+  missing(_id: string) { return 0; }
   outbox(id: string) { return this.box.filter((o) => o.sessionId === id); }
   cards(id: string): Card[] {
     const cards: Card[] = [
