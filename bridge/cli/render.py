@@ -205,9 +205,9 @@ def render_web_pair(web_url: str | None, out: TextIO) -> str:
     parts.append(f"\n{url}\n")
     if not _secure_context(url):
         parts.append(
-            "Plain http:// on a LAN address is not a secure context: the page works, but without "
-            "offline start, push notifications or the camera (embedded_relay_cert/"
-            "embedded_relay_key give https://; deploy/web/README.md hosts it over HTTPS).\n"
+            "Plain http:// on a LAN address is not a secure context: the page works while it is "
+            "open, but cannot get push notifications (embedded_relay_cert/embedded_relay_key "
+            "give https://; deploy/web/README.md hosts it over HTTPS).\n"
         )
     parts.append("\n")
     return "".join(parts)
