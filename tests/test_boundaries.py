@@ -54,9 +54,15 @@ LAYERS: list[set[str]] = [
         "bridge.peercred",
         "bridge.ripgrep",
         "bridge.webclient",  # the built web app's files and their loader
+        "bridge.config_values",  # the parsers of setting values (bridge.config's table uses them)
     },
     {"bridge.protocol", "bridge.sandbox", "bridge.agent_config"},
-    {"bridge.nostr", "bridge.gate", "bridge.config", "bridge.agent_reports"},
+    {
+        "bridge.nostr",
+        "bridge.gate",
+        "bridge.config",
+        "bridge.agent_reports",
+    },
     {"bridge.engine", "bridge.relay", "bridge.host", "bridge.logs", "bridge.push", "store"},
     {"bridge.agents", "relaypolicy"},
     {"bridge.control"},
