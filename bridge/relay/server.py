@@ -314,7 +314,9 @@ class RelayServer:
             name: request.headers.get(name, "") for name in ("accept-encoding", "if-none-match")
         }
         assert self._site is not None
-        answer = self._site.answer(request.method, request.path, wanted)
+        # websockets before 16 parses GET only, and its Request has no method then.
+        method = getattr(request, "method", "GET")
+        answer = self._site.answer(method, request.path, wanted)
         headers = Headers(answer.headers)
         headers["Connection"] = "close"  # websockets closes the connection after an answer
         status = HTTPStatus(answer.status)
